@@ -1,0 +1,175 @@
+//! Segment reservation arithmetic and Leaf's adaptive step.
+//!
+//! Leaf-segment sizes each new segment from how long the previous one lasted: a segment used
+//! up in under 15 minutes doubles the next step (up to a maximum), one that lasted more than
+//! 30 minutes halves it back toward the configured step. pg_seqgen applies the same rule per
+//! tag, with all three numbers configurable.
+
+use std::time::Duration;
+
+use crate::segment::MAX_SEGMENT_LEN;
+
+/// The adaptive-step rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepPolicy {
+    /// Off: every segment has the configured step.
+    pub enabled: bool,
+    /// Upper bound for the adaptive step (never below the configured step).
+    pub max_step: i64,
+    /// A segment that lasted less than this doubles the next step.
+    pub grow_below: Duration,
+    /// A segment that lasted more than this halves the next step (not below the configured step).
+    pub shrink_above: Duration,
+}
+
+impl Default for StepPolicy {
+    fn default() -> Self {
+        StepPolicy {
+            enabled: true,
+            max_step: 1_000_000,
+            grow_below: Duration::from_secs(15 * 60),
+            shrink_above: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+impl StepPolicy {
+    /// The step of the next segment.
+    ///
+    /// * `current`: the step of the segment being replaced (the adaptive one);
+    /// * `configured`: the tag's step in the catalog (the floor);
+    /// * `lasted`: how long the previous segment lasted, `None` for a tag's first segment.
+    pub fn next_step(&self, current: i64, configured: i64, lasted: Option<Duration>) -> i64 {
+        let configured = configured.clamp(1, MAX_SEGMENT_LEN as i64);
+        if !self.enabled {
+            return configured;
+        }
+        let ceiling = self.max_step.clamp(configured, MAX_SEGMENT_LEN as i64);
+        let current = current.clamp(configured, ceiling);
+        match lasted {
+            None => current,
+            Some(d) if d < self.grow_below => current.saturating_mul(2).min(ceiling),
+            Some(d) if d > self.shrink_above => (current / 2).max(configured),
+            Some(_) => current,
+        }
+    }
+}
+
+/// A reserved segment: the values `start ..= end`; the catalog's new `max_id` is `end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    pub start: i64,
+    pub end: i64,
+}
+
+impl Reservation {
+    pub fn len(&self) -> u64 {
+        (self.end as i128 - self.start as i128 + 1) as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.end < self.start
+    }
+}
+
+/// The bigint range is used up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the bigint range is exhausted (max_id is {max_id})")]
+pub struct Exhausted {
+    pub max_id: i64,
+}
+
+/// Reserve the next `step` values above `max_id` (fewer when the bigint range ends first).
+pub fn reserve(max_id: i64, step: i64) -> Result<Reservation, Exhausted> {
+    debug_assert!(step > 0);
+    if max_id == i64::MAX {
+        return Err(Exhausted { max_id });
+    }
+    let start = max_id + 1;
+    let end = max_id.saturating_add(step.max(1));
+    Ok(Reservation { start, end })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MIN: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn doubles_when_fast_halves_when_slow() {
+        let p = StepPolicy::default();
+        assert_eq!(p.next_step(1000, 1000, Some(MIN)), 2000);
+        assert_eq!(p.next_step(2000, 1000, Some(20 * MIN)), 2000);
+        assert_eq!(p.next_step(4000, 1000, Some(31 * MIN)), 2000);
+        assert_eq!(p.next_step(1000, 1000, Some(31 * MIN)), 1000);
+        assert_eq!(p.next_step(1000, 1000, None), 1000);
+    }
+
+    #[test]
+    fn never_above_the_maximum_nor_below_the_configured_step() {
+        let p = StepPolicy {
+            max_step: 3000,
+            ..StepPolicy::default()
+        };
+        assert_eq!(p.next_step(2000, 1000, Some(MIN)), 3000);
+        assert_eq!(p.next_step(3000, 1000, Some(MIN)), 3000);
+        // the configured step wins over a smaller maximum
+        assert_eq!(p.next_step(10, 5000, Some(MIN)), 5000);
+        // a configured step raised by the admin takes effect at once
+        assert_eq!(p.next_step(1000, 4000, Some(20 * MIN)), 4000);
+    }
+
+    #[test]
+    fn disabled_means_the_configured_step() {
+        let p = StepPolicy {
+            enabled: false,
+            ..StepPolicy::default()
+        };
+        assert_eq!(p.next_step(8000, 100, Some(MIN)), 100);
+    }
+
+    #[test]
+    fn reserve_basics() {
+        assert_eq!(reserve(0, 1000), Ok(Reservation { start: 1, end: 1000 }));
+        assert_eq!(reserve(1000, 1).unwrap().len(), 1);
+        assert_eq!(
+            reserve(i64::MAX - 5, 1000),
+            Ok(Reservation {
+                start: i64::MAX - 4,
+                end: i64::MAX
+            })
+        );
+        assert_eq!(reserve(i64::MAX, 1), Err(Exhausted { max_id: i64::MAX }));
+        assert_eq!(reserve(-10, 5), Ok(Reservation { start: -9, end: -5 }));
+    }
+
+    proptest! {
+        #[test]
+        fn step_stays_in_bounds(cur in 1i64..10_000_000, conf in 1i64..100_000, max in 1i64..5_000_000,
+                                secs in proptest::option::of(0u64..10_000)) {
+            let p = StepPolicy { max_step: max, ..StepPolicy::default() };
+            let s = p.next_step(cur, conf, secs.map(Duration::from_secs));
+            prop_assert!(s >= conf);
+            prop_assert!(s <= max.max(conf));
+        }
+
+        #[test]
+        fn consecutive_reservations_never_overlap(start in any::<i64>(), steps in proptest::collection::vec(1i64..1_000_000_000, 1..20)) {
+            let mut max_id = start;
+            let mut prev_end: Option<i64> = None;
+            for step in steps {
+                match reserve(max_id, step) {
+                    Ok(r) => {
+                        prop_assert!(r.start > max_id && r.end >= r.start && r.len() as i64 <= step);
+                        if let Some(p) = prev_end { prop_assert!(r.start > p); }
+                        prev_end = Some(r.end);
+                        max_id = r.end;
+                    }
+                    Err(_) => { prop_assert_eq!(max_id, i64::MAX); break; }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The functional core of pg_seqgen.
+//!
+//! Everything here is plain Rust with no PostgreSQL dependency, tested with `cargo test`:
+//! the lock-free segment buffer that lives in shared memory ([`segment`]), reservation
+//! arithmetic and Leaf's adaptive step ([`adaptive`]).
+
+pub mod adaptive;
+pub mod segment;

@@ -1,0 +1,60 @@
+-- pg_seqgen catalog: one row per business tag (Leaf's leaf_alloc).
+-- Everything here is schema-qualified; see "Security Considerations for Extension Scripts".
+
+CREATE SCHEMA seqgen;
+COMMENT ON SCHEMA seqgen IS 'pg_seqgen catalog (owned by the extension)';
+
+CREATE TABLE seqgen.alloc (
+    biz_tag     pg_catalog.text PRIMARY KEY
+                CHECK (pg_catalog.octet_length(biz_tag) OPERATOR(pg_catalog.>=) 1
+                   AND pg_catalog.octet_length(biz_tag) OPERATOR(pg_catalog.<=) 63),
+    max_id      pg_catalog.int8 NOT NULL,
+    step        pg_catalog.int4 NOT NULL CHECK (step OPERATOR(pg_catalog.>) 0),
+    description pg_catalog.text,
+    update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE seqgen.alloc IS
+    'pg_seqgen tags: max_id is the highest value ever reserved; it never decreases';
+
+-- pg_dump keeps the rows, so a restored database continues above every issued ID.
+SELECT pg_catalog.pg_extension_config_dump('seqgen.alloc', '');
+
+-- No edit may make the generator reissue an ID: max_id never decreases, tags are not renamed.
+CREATE FUNCTION seqgen.alloc_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag THEN
+        RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Create a new tag with seqgen_create() instead.';
+    END IF;
+    IF NEW.max_id OPERATOR(pg_catalog.<) OLD.max_id THEN
+        RAISE EXCEPTION 'max_id of tag "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.max_id, NEW.max_id
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Lowering max_id would hand out IDs again. It may only grow.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER alloc_guard BEFORE UPDATE ON seqgen.alloc
+    FOR EACH ROW EXECUTE FUNCTION seqgen.alloc_guard();
+
+CREATE FUNCTION seqgen.alloc_no_truncate() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'TRUNCATE of the pg_seqgen catalog is not allowed'
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Drop tags one by one with seqgen_drop().';
+END
+$$;
+
+CREATE TRIGGER alloc_no_truncate BEFORE TRUNCATE ON seqgen.alloc
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+
+REVOKE ALL ON SCHEMA seqgen FROM PUBLIC;
+REVOKE ALL ON TABLE seqgen.alloc FROM PUBLIC;

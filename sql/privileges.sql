@@ -1,0 +1,9 @@
+-- Nothing is callable by PUBLIC: grant what each role needs, e.g. for an application role
+-- that only draws IDs:
+--   GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer) TO app;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_next(pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_next_batch(pg_catalog.text, pg_catalog.int4) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_alloc_deleted() FROM PUBLIC;

@@ -1,0 +1,61 @@
+//! SQL against the catalog. Every statement is schema-qualified and takes its values as SPI
+//! arguments; none is built by string formatting.
+
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use seqgen_core::adaptive::{reserve, Reservation};
+
+/// What reserving values for a tag came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reserve {
+    /// Reserved and written (the transaction still has to commit). `step` is the tag's
+    /// configured step.
+    Done {
+        range: Reservation,
+        step: i64,
+    },
+    Missing,
+    /// The row is locked by another transaction; try again later.
+    Locked,
+    Exhausted,
+}
+
+const LOCK_ROW: &str = "SELECT max_id, step FROM seqgen.alloc \
+     WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED";
+const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
+     WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+
+/// Reserve values for `tag` inside the current (worker) transaction. `size` is given the
+/// tag's configured step and returns how many values to reserve. Never blocks on a row lock.
+pub fn reserve_for(client: &mut SpiClient<'_>, tag: &str, size: impl FnOnce(i64) -> i64) -> spi::Result<Reserve> {
+    let row = client.update(LOCK_ROW, Some(1), &[tag.into()])?;
+    if row.is_empty() {
+        let exists = client.select(ROW_EXISTS, Some(1), &[tag.into()])?;
+        return Ok(if exists.is_empty() {
+            Reserve::Missing
+        } else {
+            Reserve::Locked
+        });
+    }
+    let (max_id, step) = row.first().get_two::<i64, i32>()?;
+    let (max_id, step) = (max_id.unwrap_or(0), step.unwrap_or(1) as i64);
+    let Ok(range) = reserve(max_id, size(step).max(1)) else {
+        return Ok(Reserve::Exhausted);
+    };
+    client.update(SET_MAX_ID, None, &[tag.into(), range.end.into()])?;
+    Ok(Reserve::Done { range, step })
+}
+
+/// The OID of the catalog table in the current database, if the extension is installed.
+pub fn catalog_oid(client: &SpiClient<'_>) -> spi::Result<Option<u32>> {
+    let oid = client
+        .select(
+            "SELECT pg_catalog.to_regclass('seqgen.alloc')::pg_catalog.oid",
+            Some(1),
+            &[],
+        )?
+        .first()
+        .get_one::<pg_sys::Oid>()?;
+    Ok(oid.map(|o| o.to_u32()))
+}

@@ -1,0 +1,131 @@
+//! Every error pg_seqgen raises, mapped to its SQLSTATE in one place.
+//!
+//! pgrx can only raise the SQLSTATEs PostgreSQL itself defines, so each condition is mapped to
+//! the closest standard code; the README lists the mapping.
+
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::PgLogLevel;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SeqgenError {
+    #[error("pg_seqgen must be loaded via shared_preload_libraries")]
+    NotPreloaded,
+    #[error("pg_seqgen serves database \"{served}\", not this one")]
+    WrongDatabase { served: String },
+    #[error("pg_seqgen cannot hand out IDs during recovery (this server is a hot standby)")]
+    HotStandby,
+    #[error("the pg_seqgen allocation worker is not running")]
+    WorkerNotRunning,
+    #[error("the pg_seqgen allocation worker has not found the pg_seqgen catalog in database \"{0}\"")]
+    CatalogMissing(String),
+    #[error("timed out after {ms} ms waiting for the pg_seqgen allocation worker (tag \"{tag}\")")]
+    Timeout { tag: String, ms: i32 },
+    #[error("the catalog row of tag \"{0}\" is locked by another transaction")]
+    RowLocked(String),
+    #[error("tag \"{0}\" does not exist")]
+    UnknownTag(String),
+    #[error("tag \"{0}\" was created by a transaction that has not committed yet")]
+    TagNotCommitted(String),
+    #[error("tag \"{0}\" already exists")]
+    DuplicateTag(String),
+    #[error("invalid tag name: {0}")]
+    BadTag(String),
+    #[error("{0} must not be NULL")]
+    NullArgument(&'static str),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("tag \"{0}\" has exhausted the bigint range")]
+    Exhausted(String),
+    #[error("too many tags: seqgen.max_tags is {0}")]
+    TooManyTags(i32),
+    #[error("pg_seqgen internal error: {0}")]
+    Internal(String),
+}
+
+pub type Result<T> = std::result::Result<T, SeqgenError>;
+
+impl SeqgenError {
+    pub fn sqlstate(&self) -> PgSqlErrorCode {
+        use PgSqlErrorCode::*;
+        use SeqgenError::*;
+        match self {
+            NotPreloaded | WrongDatabase { .. } | WorkerNotRunning | CatalogMissing(_) | TagNotCommitted(_) => {
+                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            }
+            HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
+            UnknownTag(_) => ERRCODE_UNDEFINED_OBJECT,
+            DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
+            BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
+            NullArgument(_) => ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            Exhausted(_) => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+            TooManyTags(_) => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            Internal(_) => ERRCODE_INTERNAL_ERROR,
+        }
+    }
+
+    pub fn hint(&self) -> Option<String> {
+        use SeqgenError::*;
+        Some(match self {
+            NotPreloaded => "Add pg_seqgen to shared_preload_libraries in postgresql.conf and restart the server.".into(),
+            WrongDatabase { served } => format!(
+                "Connect to database \"{served}\", or set seqgen.database_name to this database and restart the server."
+            ),
+            HotStandby => "Draw IDs on the primary.".into(),
+            WorkerNotRunning => "Check the server log for the \"pg_seqgen allocator\" background worker.".into(),
+            CatalogMissing(db) => format!("Run CREATE EXTENSION pg_seqgen in database \"{db}\"."),
+            Timeout { .. } => "Check the server log for the \"pg_seqgen allocator\" background worker; raise seqgen.allocation_timeout if the server is overloaded.".into(),
+            RowLocked(_) => "Commit or roll back the transaction that holds the row (see pg_locks), then retry.".into(),
+            UnknownTag(_) => "Create it with seqgen_create().".into(),
+            TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),
+            TooManyTags(_) => "Drop unused tags, or raise seqgen.max_tags and restart the server.".into(),
+            _ => return None,
+        })
+    }
+
+    /// Raise this error as a PostgreSQL ERROR.
+    pub fn raise(self) -> ! {
+        let mut report = ErrorReport::new(self.sqlstate(), self.to_string(), "pg_seqgen");
+        if let Some(h) = self.hint() {
+            report = report.set_hint(h);
+        }
+        report.report(PgLogLevel::ERROR);
+        unreachable!("ERROR does not return")
+    }
+}
+
+/// Unwrap or raise.
+pub trait OrRaise<T> {
+    fn or_raise(self) -> T;
+}
+
+impl<T> OrRaise<T> for Result<T> {
+    #[inline]
+    fn or_raise(self) -> T {
+        match self {
+            Ok(v) => v,
+            Err(e) => e.raise(),
+        }
+    }
+}
+
+/// Validate a tag name: 1 to 63 bytes, no control characters.
+pub fn check_tag(tag: &str) -> Result<()> {
+    if tag.is_empty() {
+        return Err(SeqgenError::BadTag("a tag name must not be empty".into()));
+    }
+    if tag.len() > crate::shmem::NAME_MAX {
+        return Err(SeqgenError::BadTag(format!(
+            "a tag name is at most {} bytes, this one has {}",
+            crate::shmem::NAME_MAX,
+            tag.len()
+        )));
+    }
+    if tag.chars().any(char::is_control) {
+        return Err(SeqgenError::BadTag(
+            "a tag name must not contain control characters".into(),
+        ));
+    }
+    Ok(())
+}

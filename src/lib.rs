@@ -1,0 +1,58 @@
+//! pg_seqgen: ID generators inside PostgreSQL.
+//!
+//! The thin PostgreSQL shell around `seqgen-core`: settings ([`guc`]), the shared-memory
+//! layout ([`shmem`]), the allocation worker ([`worker`]), the tag directory ([`directory`]),
+//! catalog SQL ([`catalog`]) and the SQL functions ([`segment_api`]).
+//! `docs/architecture.md` describes how they fit together.
+
+use pgrx::prelude::*;
+
+mod catalog;
+mod directory;
+mod error;
+mod guc;
+mod segment_api;
+mod shmem;
+mod triggers;
+mod wait;
+mod worker;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+::pgrx::pg_module_magic!(name, version);
+
+extension_sql_file!("../sql/catalog.sql", name = "catalog", bootstrap);
+extension_sql_file!(
+    "../sql/triggers.sql",
+    name = "triggers",
+    requires = [triggers::seqgen_alloc_deleted]
+);
+extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    guc::register();
+    if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        // Loaded on first use in a backend: the functions will report that pg_seqgen must be
+        // preloaded. Shared memory and the worker can only be set up by the postmaster.
+        return;
+    }
+    shmem::install_hooks();
+    worker::register();
+}
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![
+            "shared_preload_libraries = 'pg_seqgen'",
+            "seqgen.database_name = 'pgrx_tests'",
+            "seqgen.max_tags = 64",
+        ]
+    }
+}

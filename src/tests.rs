@@ -1,0 +1,447 @@
+//! `#[pg_test]`s: every SQL function and every bad input, run by `cargo pgrx test`.
+//!
+//! pgrx runs each test inside a transaction that it rolls back, while pg_seqgen's worker only
+//! sees committed tags. Tests therefore set up committed state with [`autonomous`] (a dblink
+//! connection to the same database), exactly as an application would from another session,
+//! and check errors with [`sqlstate`], which runs a statement in a subtransaction (like a
+//! PL/pgSQL EXCEPTION block) and returns the SQLSTATE it raised.
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::pg_sys;
+    use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+    use pgrx::pg_sys::panic::CaughtError;
+    use pgrx::prelude::*;
+    use PgSqlErrorCode::*;
+
+    /// Run `sql` in its own committed transaction (another session, via dblink).
+    fn autonomous(sql: &str) {
+        Spi::run("CREATE EXTENSION IF NOT EXISTS dblink").unwrap();
+        // dblink() (unlike dblink_exec) accepts statements that return a row; a command's
+        // status comes back as one text column as well.
+        Spi::run_with_args(
+            "SELECT * FROM dblink($1, $2) AS t(x text)",
+            &[conninfo("pgrx_tests").into(), sql.into()],
+        )
+        .unwrap();
+    }
+
+    fn conninfo(db: &str) -> String {
+        let port = Spi::get_one::<String>("SELECT current_setting('port')")
+            .unwrap()
+            .unwrap();
+        format!("dbname={db} host=localhost port={port} user=postgres")
+    }
+
+    /// Run `sql` in a subtransaction; the SQLSTATE it raised, or `None` if it succeeded.
+    fn sqlstate(sql: &str) -> Option<PgSqlErrorCode> {
+        in_subxact(|| Spi::run(sql).unwrap())
+    }
+
+    fn in_subxact(f: impl FnOnce() + std::panic::UnwindSafe) -> Option<PgSqlErrorCode> {
+        unsafe {
+            let cx = pg_sys::CurrentMemoryContext;
+            let owner = pg_sys::CurrentResourceOwner;
+            pg_sys::BeginInternalSubTransaction(std::ptr::null());
+            pg_sys::MemoryContextSwitchTo(cx);
+            PgTryBuilder::new(move || {
+                f();
+                pg_sys::ReleaseCurrentSubTransaction();
+                pg_sys::MemoryContextSwitchTo(cx);
+                pg_sys::CurrentResourceOwner = owner;
+                None
+            })
+            .catch_others(move |e| {
+                pg_sys::MemoryContextSwitchTo(cx);
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+                pg_sys::MemoryContextSwitchTo(cx);
+                pg_sys::CurrentResourceOwner = owner;
+                Some(match e {
+                    CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r.sql_error_code(),
+                    CaughtError::RustPanic { ereport, .. } => ereport.sql_error_code(),
+                })
+            })
+            .execute()
+        }
+    }
+
+    /// The whole catalog as text, to show that a failed call changed nothing.
+    fn catalog() -> String {
+        Spi::get_one::<String>(
+            "SELECT coalesce(string_agg(format('%s:%s:%s', biz_tag, max_id, step), ',' ORDER BY biz_tag), '') \
+             FROM seqgen.alloc",
+        )
+        .unwrap()
+        .unwrap_or_default()
+    }
+
+    fn one(sql: &str) -> i64 {
+        Spi::get_one::<i64>(sql).unwrap().expect("NULL")
+    }
+
+    fn ids(sql: &str) -> Vec<i64> {
+        Spi::connect(|c| {
+            c.select(sql, None, &[])
+                .unwrap()
+                .map(|row| row.get::<i64>(1).unwrap().unwrap())
+                .collect()
+        })
+    }
+
+    /// Wait (up to 10 s) until the worker has prefetched the next segment of `tag`.
+    fn wait_next_ready(tag: &str) {
+        for _ in 0..500 {
+            let ready = Spi::get_one_with_args::<bool>(
+                "SELECT next_segment_ready FROM seqgen_status() WHERE biz_tag = $1",
+                &[tag.into()],
+            )
+            .unwrap();
+            if ready == Some(true) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("next segment of {tag} never became ready");
+    }
+
+    /// Expect `sql` to fail with `code` and leave the catalog as it was.
+    fn refused(sql: &str, code: PgSqlErrorCode) {
+        let before = catalog();
+        assert_eq!(sqlstate(sql), Some(code), "{sql}");
+        assert_eq!(catalog(), before, "{sql} changed the catalog");
+    }
+
+    #[pg_test]
+    fn create_then_next_counts_from_start_with() {
+        autonomous("SELECT seqgen_create('t_basic', 1000, 5)");
+        let got: Vec<i64> = (0..5).map(|_| one("SELECT seqgen_next('t_basic')")).collect();
+        assert_eq!(got, vec![5, 6, 7, 8, 9]);
+        // the first segment [5, 1004] is reserved in the catalog
+        assert_eq!(one("SELECT max_id FROM seqgen.alloc WHERE biz_tag = 't_basic'"), 1004);
+    }
+
+    #[pg_test]
+    fn next_crosses_segments_without_gaps_in_one_session() {
+        autonomous("SELECT seqgen_create('t_small', 10)");
+        let got = ids("SELECT seqgen_next('t_small') FROM generate_series(1, 95)");
+        assert_eq!(got, (1..=95).collect::<Vec<_>>());
+        // Adaptive step: each segment lasted far less than 15 minutes, so each next one is
+        // twice as long: [1,10] [11,30] [31,70] [71,150], and [151,310] prefetched at 10% of
+        // [71,150]. Prefetching keeps exactly one segment ahead.
+        wait_next_ready("t_small");
+        assert_eq!(one("SELECT max_id FROM seqgen.alloc WHERE biz_tag = 't_small'"), 310);
+        assert_eq!(
+            one("SELECT current_step FROM seqgen_status() WHERE biz_tag = 't_small'"),
+            160
+        );
+    }
+
+    #[pg_test]
+    fn next_in_column_default() {
+        autonomous("SELECT seqgen_create('t_default')");
+        Spi::run("CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT seqgen_next('t_default'), item text)").unwrap();
+        Spi::run("INSERT INTO orders (item) SELECT 'x' || g FROM generate_series(1, 50) g").unwrap();
+        assert_eq!(one("SELECT count(DISTINCT id) FROM orders"), 50);
+        assert_eq!(one("SELECT max(id) - min(id) FROM orders"), 49);
+    }
+
+    #[pg_test]
+    fn batch_returns_distinct_ascending_ids() {
+        autonomous("SELECT seqgen_create('t_batch', 100)");
+        let first = one("SELECT seqgen_next('t_batch')");
+        let batch = ids("SELECT seqgen_next_batch('t_batch', 250)");
+        assert_eq!(batch.len(), 250);
+        assert!(batch.windows(2).all(|w| w[0] < w[1]), "batch not ascending");
+        assert!(batch[0] > first);
+        let after = one("SELECT seqgen_next('t_batch')");
+        assert!(!batch.contains(&after) && after != first);
+        // large batches come from one dedicated reservation
+        let big = ids("SELECT seqgen_next_batch('t_batch', 100000)");
+        assert_eq!(big.len(), 100000);
+        let mut all: Vec<i64> = big.iter().chain(batch.iter()).copied().chain([first, after]).collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 100000 + 250 + 2);
+    }
+
+    #[pg_test]
+    fn status_reports_every_tag() {
+        autonomous("SELECT seqgen_create('t_status', 100, 1, 'status test')");
+        Spi::run("SELECT seqgen_next('t_status') FROM generate_series(1, 30)").unwrap();
+        let (step, max_id) =
+            Spi::get_two::<i32, i64>("SELECT step, max_id FROM seqgen_status() WHERE biz_tag = 't_status'").unwrap();
+        assert_eq!(step, Some(100));
+        assert!(max_id.unwrap() >= 100);
+        assert_eq!(
+            one("SELECT next_value FROM seqgen_status() WHERE biz_tag = 't_status'"),
+            31
+        );
+        assert_eq!(
+            one("SELECT segment_end FROM seqgen_status() WHERE biz_tag = 't_status'"),
+            100
+        );
+        // 30% used > 10% threshold: the next segment gets prefetched
+        wait_next_ready("t_status");
+        assert_eq!(
+            Spi::get_one::<String>("SELECT description FROM seqgen_status() WHERE biz_tag = 't_status'").unwrap(),
+            Some("status test".into())
+        );
+    }
+
+    #[pg_test]
+    fn drop_then_next_is_unknown() {
+        autonomous("SELECT seqgen_create('t_drop')");
+        one("SELECT seqgen_next('t_drop')");
+        autonomous("SELECT seqgen_drop('t_drop')");
+        refused("SELECT seqgen_next('t_drop')", ERRCODE_UNDEFINED_OBJECT);
+        refused("SELECT seqgen_drop('t_drop')", ERRCODE_UNDEFINED_OBJECT);
+        // created again, it is a new tag
+        autonomous("SELECT seqgen_create('t_drop', 10, 500)");
+        assert_eq!(one("SELECT seqgen_next('t_drop')"), 500);
+    }
+
+    #[pg_test]
+    fn rolled_back_segment_is_never_handed_out_again() {
+        autonomous("SELECT seqgen_create('t_rollback', 10)");
+        let mut seen = ids("SELECT seqgen_next('t_rollback') FROM generate_series(1, 5)");
+        let mut in_rolled_back = vec![];
+        // draw across several segment switches inside a subtransaction, then roll it back
+        assert_eq!(
+            in_subxact(std::panic::AssertUnwindSafe(|| {
+                let v = ids("SELECT seqgen_next('t_rollback') FROM generate_series(1, 37)");
+                in_rolled_back.extend(v);
+                Spi::run("SELECT 1/0").unwrap();
+            })),
+            Some(ERRCODE_DIVISION_BY_ZERO)
+        );
+        assert_eq!(in_rolled_back.len(), 37);
+        seen.extend(in_rolled_back);
+        seen.extend(ids("SELECT seqgen_next('t_rollback') FROM generate_series(1, 100)"));
+        let n = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), n, "an ID was handed out twice after a rollback");
+    }
+
+    #[pg_test]
+    fn tag_created_in_open_transaction_gives_a_clear_error() {
+        Spi::run("SELECT seqgen_create('t_uncommitted')").unwrap();
+        assert_eq!(
+            sqlstate("SELECT seqgen_next('t_uncommitted')"),
+            Some(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+        );
+    }
+
+    #[pg_test]
+    fn null_arguments() {
+        // STRICT: NULL in, NULL out, nothing changed
+        let before = catalog();
+        assert_eq!(Spi::get_one::<i64>("SELECT seqgen_next(NULL)").unwrap(), None);
+        assert_eq!(one("SELECT count(*) FROM seqgen_next_batch(NULL, 5)"), 0);
+        assert_eq!(one("SELECT count(*) FROM seqgen_next_batch('x', NULL)"), 0);
+        Spi::run("SELECT seqgen_drop(NULL)").unwrap();
+        assert_eq!(catalog(), before);
+        // seqgen_create takes an optional description, so it checks its required arguments
+        refused("SELECT seqgen_create(NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
+        refused("SELECT seqgen_create('t_null', NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
+        refused(
+            "SELECT seqgen_create('t_null', 10, NULL)",
+            ERRCODE_NULL_VALUE_NOT_ALLOWED,
+        );
+    }
+
+    #[pg_test]
+    fn bad_tag_names() {
+        let long = "x".repeat(64);
+        for sql in [
+            "SELECT seqgen_create('')".to_string(),
+            format!("SELECT seqgen_create('{long}')"),
+            "SELECT seqgen_create(E'a\\nb')".to_string(),
+            "SELECT seqgen_next('')".to_string(),
+            format!("SELECT seqgen_next('{long}')"),
+            "SELECT seqgen_drop('')".to_string(),
+        ] {
+            refused(&sql, ERRCODE_INVALID_PARAMETER_VALUE);
+        }
+        // 63 bytes is fine
+        let ok = "y".repeat(63);
+        assert_eq!(sqlstate(&format!("SELECT seqgen_create('{ok}')")), None);
+    }
+
+    #[pg_test]
+    fn unknown_tag() {
+        refused("SELECT seqgen_next('t_never_created')", ERRCODE_UNDEFINED_OBJECT);
+        refused(
+            "SELECT seqgen_next_batch('t_never_created', 3)",
+            ERRCODE_UNDEFINED_OBJECT,
+        );
+    }
+
+    #[pg_test]
+    fn duplicate_create() {
+        autonomous("SELECT seqgen_create('t_dup', 7)");
+        refused("SELECT seqgen_create('t_dup', 100)", ERRCODE_DUPLICATE_OBJECT);
+        assert_eq!(one("SELECT step FROM seqgen.alloc WHERE biz_tag = 't_dup'"), 7);
+    }
+
+    #[pg_test]
+    fn bad_step_start_and_n() {
+        autonomous("SELECT seqgen_create('t_args')");
+        refused("SELECT seqgen_create('t_bad', 0)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_create('t_bad', -5)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_create('t_bad', 10, 0)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_next_batch('t_args', 0)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused(
+            "SELECT seqgen_next_batch('t_args', -1)",
+            ERRCODE_INVALID_PARAMETER_VALUE,
+        );
+        refused(
+            "SELECT seqgen_next_batch('t_args', 10000001)",
+            ERRCODE_INVALID_PARAMETER_VALUE,
+        );
+        refused(
+            "SELECT seqgen_next_batch('t_args', 2147483647)",
+            ERRCODE_INVALID_PARAMETER_VALUE,
+        );
+    }
+
+    #[pg_test]
+    fn bigint_exhaustion() {
+        autonomous("SELECT seqgen_create('t_max', 10, 9223372036854775805)");
+        let got = ids("SELECT seqgen_next('t_max') FROM generate_series(1, 3)");
+        assert_eq!(got, vec![i64::MAX - 2, i64::MAX - 1, i64::MAX]);
+        refused("SELECT seqgen_next('t_max')", ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED);
+        refused(
+            "SELECT seqgen_next_batch('t_max', 2)",
+            ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+        );
+        assert_eq!(one("SELECT max_id FROM seqgen.alloc WHERE biz_tag = 't_max'"), i64::MAX);
+    }
+
+    #[pg_test]
+    fn catalog_guards() {
+        autonomous("SELECT seqgen_create('t_guard', 10, 100)");
+        one("SELECT seqgen_next('t_guard')");
+        refused(
+            "UPDATE seqgen.alloc SET max_id = 0 WHERE biz_tag = 't_guard'",
+            ERRCODE_CHECK_VIOLATION,
+        );
+        refused(
+            "UPDATE seqgen.alloc SET biz_tag = 't_renamed' WHERE biz_tag = 't_guard'",
+            ERRCODE_FEATURE_NOT_SUPPORTED,
+        );
+        refused("TRUNCATE seqgen.alloc", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused(
+            "UPDATE seqgen.alloc SET step = 0 WHERE biz_tag = 't_guard'",
+            ERRCODE_CHECK_VIOLATION,
+        );
+        // raising max_id (skipping numbers) is allowed
+        assert_eq!(
+            sqlstate("UPDATE seqgen.alloc SET max_id = max_id + 1000 WHERE biz_tag = 't_guard'"),
+            None
+        );
+    }
+
+    #[pg_test]
+    fn too_many_tags() {
+        // the test cluster runs with seqgen.max_tags = 64
+        let free = 64 - one("SELECT count(*) FROM seqgen.alloc");
+        autonomous(&format!(
+            "INSERT INTO seqgen.alloc (biz_tag, max_id, step) SELECT 't_fill_' || g, 0, 10 FROM generate_series(1, {free}) g"
+        ));
+        refused("SELECT seqgen_create('t_one_too_many')", ERRCODE_PROGRAM_LIMIT_EXCEEDED);
+        autonomous("DELETE FROM seqgen.alloc WHERE biz_tag LIKE 't\\_fill\\_%'");
+    }
+
+    #[pg_test]
+    fn other_database_is_refused() {
+        Spi::run("CREATE EXTENSION IF NOT EXISTS dblink").unwrap();
+        let admin = conninfo("pgrx_tests");
+        if Spi::get_one::<bool>("SELECT EXISTS (SELECT FROM pg_database WHERE datname = 'seqgen_other_db')").unwrap()
+            != Some(true)
+        {
+            Spi::run_with_args(
+                "SELECT dblink_exec($1, 'CREATE DATABASE seqgen_other_db')",
+                &[admin.into()],
+            )
+            .unwrap();
+        }
+        let other = conninfo("seqgen_other_db");
+        Spi::run_with_args(
+            "SELECT dblink_exec($1, 'CREATE EXTENSION IF NOT EXISTS pg_seqgen')",
+            &[other.clone().into()],
+        )
+        .unwrap();
+        for call in ["SELECT seqgen_next(''x'')::text", "SELECT seqgen_create(''x'')::text"] {
+            let sql = format!("SELECT * FROM dblink('{other}', '{call}') AS t(x text)");
+            assert_eq!(sqlstate(&sql), Some(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), "{call}");
+        }
+    }
+
+    #[pg_test]
+    fn row_locked_by_open_transaction_times_out_cleanly() {
+        autonomous("SELECT seqgen_create('t_locked')");
+        // this transaction holds the catalog row; the worker never blocks on it
+        Spi::run("SELECT 1 FROM seqgen.alloc WHERE biz_tag = 't_locked' FOR UPDATE").unwrap();
+        Spi::run("SET LOCAL seqgen.allocation_timeout = 300").unwrap();
+        refused("SELECT seqgen_next('t_locked')", ERRCODE_LOCK_NOT_AVAILABLE);
+        // other tags are still served meanwhile
+        autonomous("SELECT seqgen_create('t_not_locked')");
+        assert_eq!(one("SELECT seqgen_next('t_not_locked')"), 1);
+    }
+
+    #[pg_test]
+    fn stopped_worker_and_timeout() {
+        autonomous("SELECT seqgen_create('t_stopped')");
+        let pid = one("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator'");
+        Spi::run("SET LOCAL seqgen.allocation_timeout = 300").unwrap();
+        // a hung worker (SIGSTOP): the call times out instead of hanging
+        Spi::run(&format!("COPY (SELECT 1) TO PROGRAM 'kill -STOP {pid}'")).unwrap();
+        let code = sqlstate("SELECT seqgen_next('t_stopped')");
+        Spi::run(&format!("COPY (SELECT 1) TO PROGRAM 'kill -CONT {pid}'")).unwrap();
+        assert_eq!(code, Some(ERRCODE_LOCK_NOT_AVAILABLE));
+        // a terminated worker: "not running" until the postmaster restarts it (after 1 s)
+        Spi::run(&format!("SELECT pg_terminate_backend({pid})")).unwrap();
+        let mut code = None;
+        for _ in 0..100 {
+            code = sqlstate("SELECT seqgen_next('t_stopped_too')");
+            if code == Some(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(code, Some(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE));
+        // and it comes back by itself
+        Spi::run("SET LOCAL seqgen.allocation_timeout = 10000").unwrap();
+        assert_eq!(one("SELECT seqgen_next('t_stopped')"), 1);
+    }
+
+    #[pg_test]
+    fn execute_only_role_cannot_touch_the_catalog() {
+        autonomous("SELECT seqgen_create('t_priv', 10)");
+        Spi::run("CREATE ROLE seqgen_app_test NOLOGIN").unwrap();
+        Spi::run("GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer) TO seqgen_app_test")
+            .unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_app_test").unwrap();
+        assert!(one("SELECT seqgen_next('t_priv')") >= 1);
+        assert_eq!(one("SELECT count(*) FROM seqgen_next_batch('t_priv', 3)"), 3);
+        for sql in [
+            "SELECT seqgen_create('t_priv2')",
+            "SELECT seqgen_drop('t_priv')",
+            "SELECT * FROM seqgen_status()",
+            "SELECT * FROM seqgen.alloc",
+            "UPDATE seqgen.alloc SET max_id = max_id + 1",
+            "DELETE FROM seqgen.alloc",
+            "INSERT INTO seqgen.alloc VALUES ('t_evil', 0, 1)",
+            "TRUNCATE seqgen.alloc",
+        ] {
+            assert_eq!(sqlstate(sql), Some(ERRCODE_INSUFFICIENT_PRIVILEGE), "{sql}");
+        }
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(
+            one("SELECT count(*) FROM seqgen.alloc WHERE biz_tag IN ('t_priv2', 't_evil')"),
+            0
+        );
+        assert_eq!(one("SELECT count(*) FROM seqgen.alloc WHERE biz_tag = 't_priv'"), 1);
+    }
+}

@@ -1,0 +1,466 @@
+//! The allocation worker.
+//!
+//! Protocol: a backend posts a request (a mailbox, or a slot's `want` flag) and sets the
+//! worker's latch. The worker wakes, gathers every pending request, and serves them all in
+//! one transaction of its own: per tag one `SELECT ... FOR UPDATE SKIP LOCKED` and one
+//! `UPDATE`, with SPI arguments. It commits with `synchronous_commit = on`, and only after the
+//! commit returns does it publish the reserved segments to shared memory, answer mailboxes and
+//! broadcast the condition variable the backends sleep on. A segment is therefore durable
+//! (and, with a synchronous standby, replicated) before any of its values is handed out, and
+//! nothing a caller's transaction does (commit or rollback) can give it back.
+//!
+//! The worker never blocks on a row lock (SKIP LOCKED): a tag whose row is locked by a user's
+//! transaction is retried every few milliseconds while other tags are served.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
+use pgrx::pg_sys;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use seqgen_core::adaptive::Reservation;
+use seqgen_core::segment::{trigger_offset, Segment};
+
+use crate::catalog::{self, Reserve};
+use crate::directory::code;
+use crate::guc;
+use crate::shmem::{self, Header, Mailbox, TagSlot, WorkerStatus};
+
+pub fn register() {
+    BackgroundWorkerBuilder::new("pg_seqgen allocator")
+        .set_type("pg_seqgen allocator")
+        .set_function("pg_seqgen_worker_main")
+        .set_library("pg_seqgen")
+        .enable_spi_access()
+        .set_restart_time(Some(Duration::from_secs(1)))
+        .load();
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_exit(_code: i32, _arg: pg_sys::Datum) {
+    if let Some(h) = shmem::header() {
+        h.worker_latch.store(std::ptr::null_mut(), Ordering::Release);
+        h.worker_status.store(WorkerStatus::Stopped as u32, Ordering::Release);
+        h.broadcast();
+    }
+}
+
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn pg_seqgen_worker_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    let Some(h) = shmem::header() else {
+        log!("pg_seqgen allocator: shared memory is not initialised; exiting");
+        return;
+    };
+    BackgroundWorker::connect_worker_to_spi(Some(&guc::database_name()), None);
+    unsafe {
+        // Durable before use: the worker's commits always wait for the WAL flush (and for a
+        // synchronous standby, when one is configured), whatever the server default.
+        set_option(c"synchronous_commit", c"on");
+        set_option(c"search_path", c"pg_catalog, pg_temp");
+        pg_sys::before_shmem_exit(Some(on_exit), pg_sys::Datum::from(0));
+        h.served_db.store(pg_sys::MyDatabaseId.to_u32(), Ordering::Release);
+        h.worker_pid.store(pg_sys::MyProcPid, Ordering::Release);
+        h.worker_latch.store(pg_sys::MyLatch, Ordering::Release);
+    }
+    h.worker_status.store(WorkerStatus::Running as u32, Ordering::Release);
+    log!(
+        "pg_seqgen allocator started, serving database \"{}\"",
+        guc::database_name()
+    );
+    h.broadcast();
+
+    let mut w = Worker {
+        last_periodic_ms: 0,
+        retry_soon: false,
+    };
+    loop {
+        w.cycle(h);
+        h.broadcast();
+        let timeout = if w.retry_soon {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(1000)
+        };
+        if !BackgroundWorker::wait_latch(Some(timeout)) {
+            break;
+        }
+        if BackgroundWorker::sighup_received() {
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+    }
+    log!("pg_seqgen allocator shutting down");
+    // Exit code 1: the postmaster restarts the worker (after 1 s) unless the server itself is
+    // shutting down. Exit code 0 would unregister it for good, e.g. after pg_terminate_backend.
+    unsafe { pg_sys::proc_exit(1) }
+}
+
+unsafe fn set_option(name: &std::ffi::CStr, value: &std::ffi::CStr) {
+    unsafe {
+        pg_sys::SetConfigOption(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_OVERRIDE,
+        );
+    }
+}
+
+/// One unit of work gathered from shared memory.
+enum Job {
+    /// Load a tag into a free slot (mailbox index, tag).
+    Load { mb: usize, tag: String },
+    /// Reserve a dedicated range (mailbox index, tag, size).
+    Range { mb: usize, tag: String, n: i64 },
+    /// Reserve the next segment of an active slot.
+    Prefetch { slot: usize, gen: u64, tag: String },
+}
+
+struct Worker {
+    last_periodic_ms: i64,
+    /// Some tag's row was locked: come back in a few milliseconds.
+    retry_soon: bool,
+}
+
+impl Worker {
+    fn cycle(&mut self, h: &'static Header) {
+        let jobs = gather(h);
+        let now = shmem::now_ms();
+        if jobs.is_empty() && now - self.last_periodic_ms < 1000 {
+            return;
+        }
+        if now - self.last_periodic_ms >= 1000 {
+            self.last_periodic_ms = now;
+            update_rates(h, now);
+        }
+        let policy = guc::step_policy();
+        let slots = shmem::slots(h);
+        let result = in_transaction(|| {
+            Spi::connect_mut(|client| {
+                let oid = catalog::catalog_oid(client)?;
+                Ok::<_, pgrx::spi::Error>((oid, run_jobs(client, &jobs, slots, &policy, oid.is_some())?))
+            })
+        });
+        self.retry_soon = false;
+        match result {
+            Ok(Ok((oid, outcomes))) => {
+                note_catalog(h, oid);
+                for (job, outcome) in jobs.iter().zip(outcomes) {
+                    if matches!(outcome, Outcome::Reserved(Reserve::Locked)) {
+                        self.retry_soon = true;
+                    }
+                    finish(h, job, outcome, now);
+                }
+            }
+            Ok(Err(e)) => fail_all(h, &jobs, &e.to_string()),
+            Err(msg) => fail_all(h, &jobs, &msg),
+        }
+    }
+}
+
+fn gather(h: &'static Header) -> Vec<Job> {
+    let mut jobs = vec![];
+    for (i, mb) in h.mailboxes.iter().enumerate() {
+        if mb.state.load(Ordering::Acquire) != shmem::MB_POSTED {
+            continue;
+        }
+        let tag = String::from_utf8_lossy(&mb.name()).into_owned();
+        match mb.kind.load(Ordering::Relaxed) {
+            shmem::REQ_LOAD => jobs.push(Job::Load { mb: i, tag }),
+            shmem::REQ_RANGE => jobs.push(Job::Range {
+                mb: i,
+                tag,
+                n: mb.n.load(Ordering::Relaxed),
+            }),
+            _ => answer(mb, code::INTERNAL, 0, 0, "unknown request kind"),
+        }
+    }
+    for (i, s) in shmem::slots(h).iter().enumerate() {
+        if s.state.load(Ordering::Acquire) != shmem::SLOT_ACTIVE {
+            continue;
+        }
+        let asked = s.want.swap(0, Ordering::AcqRel) != 0;
+        // One segment ahead at most: a request that arrives when the next segment is already
+        // waiting (e.g. both the trigger and a caller at the end of the segment asked) is moot.
+        if s.seg.has_next() {
+            continue;
+        }
+        // A tag that failed for good (bigint exhausted) is retried only when a caller asks.
+        let failed = s.err_code.load(Ordering::Relaxed) == code::EXHAUSTED;
+        if asked || (!failed && s.seg.wants_next()) {
+            let gen = s.gen.load(Ordering::Acquire);
+            jobs.push(Job::Prefetch {
+                slot: i,
+                gen,
+                tag: String::from_utf8_lossy(s.name()).into_owned(),
+            });
+        }
+    }
+    jobs
+}
+
+enum Outcome {
+    Reserved(Reserve),
+    /// Loads only: the tag already has a slot.
+    AlreadyLoaded,
+    NoFreeSlot,
+    CatalogMissing,
+}
+
+fn run_jobs(
+    client: &mut pgrx::spi::SpiClient<'_>,
+    jobs: &[Job],
+    slots: &'static [TagSlot],
+    policy: &seqgen_core::adaptive::StepPolicy,
+    catalog_present: bool,
+) -> pgrx::spi::Result<Vec<Outcome>> {
+    let mut out = Vec::with_capacity(jobs.len());
+    let mut loading: Vec<&str> = vec![];
+    let mut free = slots
+        .iter()
+        .filter(|s| s.state.load(Ordering::Acquire) == shmem::SLOT_FREE)
+        .count();
+    let now = shmem::now_ms();
+    for job in jobs {
+        if !catalog_present {
+            out.push(Outcome::CatalogMissing);
+            continue;
+        }
+        let o = match job {
+            Job::Load { tag, .. } => {
+                let loaded = slots
+                    .iter()
+                    .any(|s| s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == tag.as_bytes());
+                if loaded || loading.contains(&tag.as_str()) {
+                    Outcome::AlreadyLoaded
+                } else if free == 0 {
+                    Outcome::NoFreeSlot
+                } else {
+                    let r = catalog::reserve_for(client, tag, |step| step)?;
+                    if matches!(r, Reserve::Done { .. }) {
+                        free -= 1;
+                        loading.push(tag);
+                    }
+                    Outcome::Reserved(r)
+                }
+            }
+            Job::Range { tag, n, .. } => Outcome::Reserved(catalog::reserve_for(client, tag, |_| *n)?),
+            Job::Prefetch { slot, tag, .. } => {
+                let s = &slots[*slot];
+                let cur = s.cur_step.load(Ordering::Relaxed);
+                let last = s.last_alloc_ms.load(Ordering::Relaxed);
+                let lasted = Duration::from_millis((now - last).max(0) as u64);
+                Outcome::Reserved(catalog::reserve_for(client, tag, |step| {
+                    policy.next_step(cur, step, Some(lasted))
+                })?)
+            }
+        };
+        out.push(o);
+    }
+    Ok(out)
+}
+
+/// Run `f` in a transaction of its own and commit it. An ERROR anywhere aborts the
+/// transaction and comes back as `Err(message)`; the worker carries on.
+fn in_transaction<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Result<R, String> {
+    unsafe {
+        pg_sys::SetCurrentStatementStartTimestamp();
+        pg_sys::StartTransactionCommand();
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+    }
+    PgTryBuilder::new(move || {
+        let r = f();
+        unsafe {
+            pg_sys::PopActiveSnapshot();
+            pg_sys::CommitTransactionCommand();
+        }
+        Ok(r)
+    })
+    .catch_others(|e| {
+        let msg = match &e {
+            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r.message().to_string(),
+            CaughtError::RustPanic { ereport, .. } => ereport.message().to_string(),
+        };
+        warning!("pg_seqgen allocator: {msg}");
+        unsafe { pg_sys::AbortCurrentTransaction() };
+        Err(msg)
+    })
+    .execute()
+}
+
+fn note_catalog(h: &'static Header, oid: Option<u32>) {
+    let oid = oid.unwrap_or(0);
+    let before = h.catalog_oid.swap(oid, Ordering::AcqRel);
+    if before != 0 && before != oid {
+        // The extension was dropped (and maybe created again): every loaded tag is stale.
+        shmem::with_dir_lock(h, true, || {
+            for s in shmem::slots(h) {
+                if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE {
+                    s.gen.fetch_add(1, Ordering::AcqRel);
+                    s.state.store(shmem::SLOT_FREE, Ordering::Release);
+                }
+            }
+        });
+    }
+}
+
+fn answer(mb: &Mailbox, code: u32, start: i64, len: i64, detail: &str) {
+    mb.result.store(code, Ordering::Relaxed);
+    mb.r_start.store(start, Ordering::Relaxed);
+    mb.r_len.store(len, Ordering::Relaxed);
+    mb.set_detail(detail);
+    if mb
+        .state
+        .compare_exchange(shmem::MB_POSTED, shmem::MB_DONE, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // the caller gave up waiting; the mailbox is ours to free
+        mb.state.store(shmem::MB_FREE, Ordering::Release);
+    }
+}
+
+fn segment_of(range: Reservation) -> Segment {
+    let len = range.len();
+    Segment {
+        start: range.start,
+        len,
+        trigger: trigger_offset(len, guc::PREFETCH_THRESHOLD.get() as u32),
+        period: 0,
+    }
+}
+
+fn reserve_code(r: &Reserve) -> u32 {
+    match r {
+        Reserve::Done { .. } => code::OK,
+        Reserve::Missing => code::UNKNOWN_TAG,
+        Reserve::Locked => code::LOCKED,
+        Reserve::Exhausted => code::EXHAUSTED,
+    }
+}
+
+/// Apply a committed outcome to shared memory.
+fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
+    let slots = shmem::slots(h);
+    match (job, outcome) {
+        (Job::Load { mb, tag }, Outcome::AlreadyLoaded) => match crate::directory::lookup(h, tag.as_bytes()) {
+            Some(r) => answer(&h.mailboxes[*mb], code::OK, slot_index(slots, r.slot), r.gen as i64, ""),
+            None => answer(
+                &h.mailboxes[*mb],
+                code::INTERNAL,
+                0,
+                0,
+                "tag vanished while loading; retry",
+            ),
+        },
+        (Job::Load { mb, tag }, Outcome::Reserved(Reserve::Done { range, step })) => {
+            match assign_slot(h, tag, range, step, now) {
+                Some((idx, gen)) => answer(&h.mailboxes[*mb], code::OK, idx as i64, gen as i64, ""),
+                None => answer(&h.mailboxes[*mb], code::TOO_MANY_TAGS, 0, 0, ""),
+            }
+        }
+        (Job::Range { mb, .. }, Outcome::Reserved(Reserve::Done { range, .. })) => {
+            answer(&h.mailboxes[*mb], code::OK, range.start, range.len() as i64, "")
+        }
+        (Job::Load { mb, .. } | Job::Range { mb, .. }, o) => {
+            let c = match o {
+                Outcome::Reserved(r) => reserve_code(&r),
+                Outcome::NoFreeSlot => code::TOO_MANY_TAGS,
+                Outcome::CatalogMissing => code::CATALOG_MISSING,
+                Outcome::AlreadyLoaded => code::INTERNAL,
+            };
+            answer(&h.mailboxes[*mb], c, 0, 0, "")
+        }
+        (Job::Prefetch { slot, gen, .. }, o) => {
+            let s = &slots[*slot];
+            if s.gen.load(Ordering::Acquire) != *gen {
+                return; // retired meanwhile; the reservation is simply skipped
+            }
+            match o {
+                Outcome::Reserved(Reserve::Done { range, .. }) => {
+                    s.locked.store(0, Ordering::Relaxed);
+                    s.err_code.store(code::OK, Ordering::Relaxed);
+                    s.cur_step.store(range.len() as i64, Ordering::Relaxed);
+                    s.last_alloc_ms.store(now, Ordering::Relaxed);
+                    // Publishing fails only if a segment is already waiting; then this one is
+                    // skipped (a gap, never a duplicate).
+                    let _ = s.seg.publish(segment_of(range));
+                }
+                Outcome::Reserved(Reserve::Locked) => {
+                    s.locked.store(1, Ordering::Relaxed);
+                    s.want.store(shmem::WANT_SEGMENT, Ordering::Release);
+                }
+                Outcome::Reserved(Reserve::Missing) => {
+                    // The row is gone (deleted without our trigger seeing it commit, e.g. by
+                    // DROP EXTENSION): retire the slot; callers reload and get "unknown tag".
+                    crate::directory::retire(s.name());
+                }
+                Outcome::Reserved(Reserve::Exhausted) => slot_error(s, code::EXHAUSTED),
+                Outcome::CatalogMissing => slot_error(s, code::CATALOG_MISSING),
+                Outcome::NoFreeSlot | Outcome::AlreadyLoaded => {}
+            }
+        }
+    }
+}
+
+fn slot_error(s: &TagSlot, c: u32) {
+    s.err_code.store(c, Ordering::Relaxed);
+    s.err_seq.fetch_add(1, Ordering::AcqRel);
+}
+
+fn slot_index(slots: &[TagSlot], s: &TagSlot) -> i64 {
+    ((s as *const TagSlot as usize - slots.as_ptr() as usize) / std::mem::size_of::<TagSlot>()) as i64
+}
+
+/// Put a freshly loaded tag into a free slot with its first segment.
+fn assign_slot(h: &'static Header, tag: &str, range: Reservation, step: i64, now: i64) -> Option<(usize, u64)> {
+    shmem::with_dir_lock(h, true, || {
+        let slots = shmem::slots(h);
+        let (idx, s) = slots
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.state.load(Ordering::Acquire) == shmem::SLOT_FREE)?;
+        s.gen.fetch_add(1, Ordering::AcqRel);
+        s.seg.reset();
+        s.set_name(tag.as_bytes());
+        s.want.store(0, Ordering::Relaxed);
+        s.err_code.store(code::OK, Ordering::Relaxed);
+        s.locked.store(0, Ordering::Relaxed);
+        s.cur_step.store(step, Ordering::Relaxed);
+        s.last_alloc_ms.store(now, Ordering::Relaxed);
+        s.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
+        s.rate_total.store(0, Ordering::Relaxed);
+        s.rate_ms.store(now, Ordering::Relaxed);
+        s.seg.publish(segment_of(range)).ok()?;
+        s.seg.switch_from(0);
+        let gen = s.gen.load(Ordering::Acquire);
+        s.state.store(shmem::SLOT_ACTIVE, Ordering::Release);
+        Some((idx, gen))
+    })
+}
+
+fn fail_all(h: &'static Header, jobs: &[Job], msg: &str) {
+    let slots = shmem::slots(h);
+    for job in jobs {
+        match job {
+            Job::Load { mb, .. } | Job::Range { mb, .. } => answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, msg),
+            Job::Prefetch { slot, .. } => slot_error(&slots[*slot], code::INTERNAL),
+        }
+    }
+}
+
+fn update_rates(h: &'static Header, now: i64) {
+    for s in shmem::slots(h) {
+        if s.state.load(Ordering::Acquire) != shmem::SLOT_ACTIVE {
+            continue;
+        }
+        let total = s.seg.snapshot().total_used;
+        let prev_total = s.rate_total.swap(total, Ordering::Relaxed);
+        let prev_ms = s.rate_ms.swap(now, Ordering::Relaxed);
+        if now > prev_ms {
+            let rate = total.saturating_sub(prev_total) as f64 * 1000.0 / (now - prev_ms) as f64;
+            s.rate_bits.store(rate.to_bits(), Ordering::Relaxed);
+        }
+    }
+}
