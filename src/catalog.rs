@@ -1,8 +1,9 @@
 //! SQL against the catalog. Every statement is schema-qualified and takes its values as SPI
 //! arguments; none is built by string formatting.
 
+use pgrx::pg_sys::{PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
-use pgrx::spi::SpiClient;
+use pgrx::spi::{OwnedPreparedStatement, SpiClient};
 use seqgen_core::adaptive::{reserve, Reservation};
 
 /// What reserving values for a tag came to.
@@ -26,25 +27,50 @@ const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(p
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 
-/// Reserve values for `tag` inside the current (worker) transaction. `size` is given the
-/// tag's configured step and returns how many values to reserve. Never blocks on a row lock.
-pub fn reserve_for(client: &mut SpiClient<'_>, tag: &str, size: impl FnOnce(i64) -> i64) -> spi::Result<Reserve> {
-    let row = client.update(LOCK_ROW, Some(1), &[tag.into()])?;
-    if row.is_empty() {
-        let exists = client.select(ROW_EXISTS, Some(1), &[tag.into()])?;
-        return Ok(if exists.is_empty() {
-            Reserve::Missing
-        } else {
-            Reserve::Locked
-        });
+/// The worker's statements, planned once and kept across transactions (SPI_keepplan).
+pub struct Plans {
+    lock_row: OwnedPreparedStatement,
+    row_exists: OwnedPreparedStatement,
+    set_max_id: OwnedPreparedStatement,
+}
+
+impl Plans {
+    pub fn prepare(client: &SpiClient<'_>) -> spi::Result<Self> {
+        let text = PgOid::BuiltIn(PgBuiltInOids::TEXTOID);
+        let int8 = PgOid::BuiltIn(PgBuiltInOids::INT8OID);
+        Ok(Plans {
+            lock_row: client.prepare_mut(LOCK_ROW, &[text])?.keep(),
+            row_exists: client.prepare(ROW_EXISTS, &[text])?.keep(),
+            set_max_id: client.prepare_mut(SET_MAX_ID, &[text, int8])?.keep(),
+        })
     }
-    let (max_id, step) = row.first().get_two::<i64, i32>()?;
-    let (max_id, step) = (max_id.unwrap_or(0), step.unwrap_or(1) as i64);
-    let Ok(range) = reserve(max_id, size(step).max(1)) else {
-        return Ok(Reserve::Exhausted);
-    };
-    client.update(SET_MAX_ID, None, &[tag.into(), range.end.into()])?;
-    Ok(Reserve::Done { range, step })
+
+    /// Reserve values for `tag` inside the current (worker) transaction. `size` is given the
+    /// tag's configured step and returns how many values to reserve. Never blocks on a row
+    /// lock.
+    pub fn reserve_for(
+        &self,
+        client: &mut SpiClient<'_>,
+        tag: &str,
+        size: impl FnOnce(i64) -> i64,
+    ) -> spi::Result<Reserve> {
+        let row = client.update(&self.lock_row, Some(1), &[tag.into()])?;
+        if row.is_empty() {
+            let exists = client.select(&self.row_exists, Some(1), &[tag.into()])?;
+            return Ok(if exists.is_empty() {
+                Reserve::Missing
+            } else {
+                Reserve::Locked
+            });
+        }
+        let (max_id, step) = row.first().get_two::<i64, i32>()?;
+        let (max_id, step) = (max_id.unwrap_or(0), step.unwrap_or(1) as i64);
+        let Ok(range) = reserve(max_id, size(step).max(1)) else {
+            return Ok(Reserve::Exhausted);
+        };
+        client.update(&self.set_max_id, None, &[tag.into(), range.end.into()])?;
+        Ok(Reserve::Done { range, step })
+    }
 }
 
 /// The OID of the catalog table in the current database, if the extension is installed.

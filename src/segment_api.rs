@@ -138,6 +138,7 @@ fn request_segment(slot: &shmem::TagSlot) {
 #[inline(never)]
 fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
     let h: &Header = directory::ready_header()?;
+    r.slot.waits.fetch_add(1, Ordering::Relaxed);
     let err_before = r.slot.err_seq.load(Ordering::Acquire);
     request_segment(r.slot);
     let timeout = guc::ALLOCATION_TIMEOUT.get();
@@ -238,6 +239,7 @@ fn seqgen_status() -> TableIterator<
         name!(next_segment_ready, bool),
         name!(ids_per_sec, f64),
         name!(current_step, Option<i64>),
+        name!(waits, i64),
         name!(description, Option<String>),
         name!(update_time, Option<pgrx::datum::TimestampWithTimeZone>),
     ),
@@ -267,7 +269,7 @@ fn seqgen_status() -> TableIterator<
         .map(|(tag, step, max_id, desc, time)| {
             let live = directory::lookup(h, tag.as_bytes());
             let snap = live.map(|r| (r.slot.seg.snapshot(), r.slot));
-            let (next_value, segment_end, next_ready, rate, cur_step) = match snap {
+            let (next_value, segment_end, next_ready, rate, cur_step, waits) = match snap {
                 Some((s, slot)) => {
                     let cur = s.current.filter(|c| s.used < c.len);
                     (
@@ -276,9 +278,10 @@ fn seqgen_status() -> TableIterator<
                         s.next.is_some(),
                         f64::from_bits(slot.rate_bits.load(Ordering::Relaxed)),
                         Some(slot.cur_step.load(Ordering::Relaxed)),
+                        slot.waits.load(Ordering::Relaxed) as i64,
                     )
                 }
-                None => (None, None, false, 0.0, None),
+                None => (None, None, false, 0.0, None, 0),
             };
             (
                 tag,
@@ -289,6 +292,7 @@ fn seqgen_status() -> TableIterator<
                 next_ready,
                 rate,
                 cur_step,
+                waits,
                 desc,
                 time,
             )

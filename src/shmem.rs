@@ -53,6 +53,8 @@ pub struct Header {
     pub served_db: AtomicU32,
     /// Has the worker found the catalog in its database (is the extension created there)?
     pub catalog_oid: AtomicU32,
+    /// High-water mark of assigned slots: slots at or above it have never been used.
+    pub slots_used: AtomicU32,
     pub dir_lock: AtomicPtr<pg_sys::LWLock>,
     cv: UnsafeCell<pg_sys::ConditionVariable>,
     /// Bumped by every request so the worker knows there is work without scanning.
@@ -84,6 +86,8 @@ pub struct TagSlot {
     /// The adaptive step of the last segment, and when it was reserved (ms since Unix epoch).
     pub cur_step: AtomicI64,
     pub last_alloc_ms: AtomicI64,
+    /// Draws that found the segment used up and the next one not ready, and had to wait.
+    pub waits: AtomicU64,
     /// ids_per_sec as f64 bits, and the sample it was computed from.
     pub rate_bits: AtomicU64,
     pub rate_total: AtomicU64,
@@ -198,12 +202,19 @@ pub fn header() -> Option<&'static Header> {
     unsafe { p.as_ref() }
 }
 
-/// All slots.
-pub fn slots(h: &'static Header) -> &'static [TagSlot] {
+/// Every slot, used or not (for start-up and for assigning a free slot).
+pub fn all_slots(h: &'static Header) -> &'static [TagSlot] {
     unsafe {
         let base = (h as *const Header as *const u8).add(slots_offset()) as *const TagSlot;
         std::slice::from_raw_parts(base, h.max_tags as usize)
     }
+}
+
+/// The slots that have ever been assigned (up to the high-water mark), which is all that
+/// scans need to look at.
+pub fn slots(h: &'static Header) -> &'static [TagSlot] {
+    let used = (h.slots_used.load(Ordering::Acquire) as usize).min(h.max_tags as usize);
+    &all_slots(h)[..used]
 }
 
 impl Header {
@@ -308,7 +319,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
             pg_sys::ConditionVariableInit(h.cv.get());
             let tranche = pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr());
             h.dir_lock.store(&raw mut (*tranche).lock, Ordering::Release);
-            for slot in slots(h) {
+            for slot in all_slots(h) {
                 slot.seg.reset();
             }
         }

@@ -75,6 +75,7 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(_arg: pg_sys::Datum) {
     let mut w = Worker {
         last_periodic_ms: 0,
         retry_soon: false,
+        plans: None,
     };
     loop {
         w.cycle(h);
@@ -120,6 +121,8 @@ enum Job {
 
 struct Worker {
     last_periodic_ms: i64,
+    /// Prepared once the catalog exists; dropped after an error and prepared again.
+    plans: Option<catalog::Plans>,
     /// Some tag's row was locked: come back in a few milliseconds.
     retry_soon: bool,
 }
@@ -137,15 +140,29 @@ impl Worker {
         }
         let policy = guc::step_policy();
         let slots = shmem::slots(h);
-        let result = in_transaction(|| {
+        // Check the catalog is there once a second, or when we have no plans yet.
+        let check_catalog = self.plans.is_none() || self.last_periodic_ms == now;
+        let mut plans = self.plans.take();
+        let result = in_transaction(std::panic::AssertUnwindSafe(|| {
             Spi::connect_mut(|client| {
-                let oid = catalog::catalog_oid(client)?;
-                Ok::<_, pgrx::spi::Error>((oid, run_jobs(client, &jobs, slots, &policy, oid.is_some())?))
+                let oid = if check_catalog {
+                    catalog::catalog_oid(client)?
+                } else {
+                    Some(h.catalog_oid.load(Ordering::Acquire))
+                };
+                if oid.is_none() {
+                    plans = None;
+                } else if plans.is_none() {
+                    plans = Some(catalog::Plans::prepare(client)?);
+                }
+                let outcomes = run_jobs(client, plans.as_ref(), &jobs, slots, &policy)?;
+                Ok::<_, pgrx::spi::Error>((oid, outcomes))
             })
-        });
+        }));
         self.retry_soon = false;
         match result {
             Ok(Ok((oid, outcomes))) => {
+                self.plans = plans;
                 note_catalog(h, oid);
                 for (job, outcome) in jobs.iter().zip(outcomes) {
                     if matches!(outcome, Outcome::Reserved(Reserve::Locked)) {
@@ -211,23 +228,26 @@ enum Outcome {
 
 fn run_jobs(
     client: &mut pgrx::spi::SpiClient<'_>,
+    plans: Option<&catalog::Plans>,
     jobs: &[Job],
     slots: &'static [TagSlot],
     policy: &seqgen_core::adaptive::StepPolicy,
-    catalog_present: bool,
 ) -> pgrx::spi::Result<Vec<Outcome>> {
     let mut out = Vec::with_capacity(jobs.len());
     let mut loading: Vec<&str> = vec![];
-    let mut free = slots
-        .iter()
-        .filter(|s| s.state.load(Ordering::Acquire) == shmem::SLOT_FREE)
-        .count();
+    // Slots above the high-water mark are all free.
+    let max_tags = shmem::header().map_or(0, |h| h.max_tags as usize);
+    let mut free = max_tags
+        - slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::Acquire) != shmem::SLOT_FREE)
+            .count();
     let now = shmem::now_ms();
     for job in jobs {
-        if !catalog_present {
+        let Some(plans) = plans else {
             out.push(Outcome::CatalogMissing);
             continue;
-        }
+        };
         let o = match job {
             Job::Load { tag, .. } => {
                 let loaded = slots
@@ -238,7 +258,7 @@ fn run_jobs(
                 } else if free == 0 {
                     Outcome::NoFreeSlot
                 } else {
-                    let r = catalog::reserve_for(client, tag, |step| step)?;
+                    let r = plans.reserve_for(client, tag, |step| step)?;
                     if matches!(r, Reserve::Done { .. }) {
                         free -= 1;
                         loading.push(tag);
@@ -246,15 +266,13 @@ fn run_jobs(
                     Outcome::Reserved(r)
                 }
             }
-            Job::Range { tag, n, .. } => Outcome::Reserved(catalog::reserve_for(client, tag, |_| *n)?),
+            Job::Range { tag, n, .. } => Outcome::Reserved(plans.reserve_for(client, tag, |_| *n)?),
             Job::Prefetch { slot, tag, .. } => {
                 let s = &slots[*slot];
                 let cur = s.cur_step.load(Ordering::Relaxed);
                 let last = s.last_alloc_ms.load(Ordering::Relaxed);
                 let lasted = Duration::from_millis((now - last).max(0) as u64);
-                Outcome::Reserved(catalog::reserve_for(client, tag, |step| {
-                    policy.next_step(cur, step, Some(lasted))
-                })?)
+                Outcome::Reserved(plans.reserve_for(client, tag, |step| policy.next_step(cur, step, Some(lasted)))?)
             }
         };
         out.push(o);
@@ -416,11 +434,12 @@ fn slot_index(slots: &[TagSlot], s: &TagSlot) -> i64 {
 /// Put a freshly loaded tag into a free slot with its first segment.
 fn assign_slot(h: &'static Header, tag: &str, range: Reservation, step: i64, now: i64) -> Option<(usize, u64)> {
     shmem::with_dir_lock(h, true, || {
-        let slots = shmem::slots(h);
+        let slots = shmem::all_slots(h);
         let (idx, s) = slots
             .iter()
             .enumerate()
             .find(|(_, s)| s.state.load(Ordering::Acquire) == shmem::SLOT_FREE)?;
+        h.slots_used.fetch_max(idx as u32 + 1, Ordering::AcqRel);
         s.gen.fetch_add(1, Ordering::AcqRel);
         s.seg.reset();
         s.set_name(tag.as_bytes());
@@ -432,6 +451,7 @@ fn assign_slot(h: &'static Header, tag: &str, range: Reservation, step: i64, now
         s.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
         s.rate_total.store(0, Ordering::Relaxed);
         s.rate_ms.store(now, Ordering::Relaxed);
+        s.waits.store(0, Ordering::Relaxed);
         s.seg.publish(segment_of(range)).ok()?;
         s.seg.switch_from(0);
         let gen = s.gen.load(Ordering::Acquire);

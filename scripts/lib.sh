@@ -1,0 +1,81 @@
+# Shared shell helpers for the demo, the benchmark and the test runner.
+# Source it: `. scripts/lib.sh`. Everything here is idempotent.
+
+set -euo pipefail
+
+PG_MAJOR=15
+PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+PG_CONFIG=$PG_BIN/pg_config
+PGRX_VERSION=0.18.0
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# apt packages, cargo-pgrx and `cargo pgrx init`, each only when missing.
+ensure_deps() {
+    local pkgs=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib libclang-dev clang pkg-config sudo faketime python3)
+    local missing=()
+    for p in "${pkgs[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "installing ${missing[*]}"
+        as_root apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
+        say "installing cargo-pgrx $PGRX_VERSION (about 5 minutes)"
+        cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+    fi
+    if ! grep -qs "pg$PG_MAJOR" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
+        say "cargo pgrx init --pg$PG_MAJOR $PG_CONFIG"
+        cargo pgrx init --pg$PG_MAJOR "$PG_CONFIG"
+    fi
+}
+
+# Build (release) and install the extension into the system PostgreSQL.
+install_extension() {
+    say "building and installing pg_seqgen (release)"
+    (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null)
+}
+
+# cluster_init DIR PORT [conf lines...]: a throwaway cluster owned by `postgres`, with its
+# socket in DIR and pg_seqgen preloaded.
+cluster_init() {
+    local dir=$1 port=$2
+    shift 2
+    cluster_stop "$dir" immediate 2>/dev/null || true
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    chown postgres "$dir"
+    sudo -u postgres "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
+    {
+        echo "port = $port"
+        echo "unix_socket_directories = '$dir'"
+        echo "listen_addresses = ''"
+        echo "shared_preload_libraries = 'pg_seqgen'"
+        echo "seqgen.database_name = 'postgres'"
+        echo "max_connections = 100"
+        for line in "$@"; do echo "$line"; done
+    } | sudo -u postgres tee -a "$dir/data/postgresql.conf" >/dev/null
+}
+
+cluster_start() {
+    local dir=$1
+    sudo -u postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 start >/dev/null
+}
+
+cluster_stop() {
+    local dir=$1 mode=${2:-fast}
+    [ -f "$dir/data/postmaster.pid" ] || return 0
+    sudo -u postgres "$PG_BIN/pg_ctl" -D "$dir/data" -m "$mode" -w -t 60 stop >/dev/null
+}
+
+# psql_at DIR PORT [psql args...]
+psql_at() {
+    local dir=$1 port=$2
+    shift 2
+    sudo -u postgres "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -d postgres "$@"
+}
