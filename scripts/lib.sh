@@ -38,7 +38,12 @@ ensure_deps() {
 # Build (release) and install the extension into the system PostgreSQL.
 install_extension() {
     say "building and installing pg_seqgen (release)"
-    (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null)
+    local log=/tmp/pg_seqgen_install.log
+    if ! (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" cargo pgrx install --release --pg-config "$PG_CONFIG") >"$log" 2>&1; then
+        tail -50 "$log"
+        echo "cargo pgrx install failed (full log: $log)" >&2
+        return 1
+    fi
 }
 
 # cluster_init DIR PORT [conf lines...]: a throwaway cluster owned by `postgres`, with its

@@ -1,1 +1,253 @@
+//! Test harness for pg_seqgen's integration and fault suite: throwaway PostgreSQL clusters
+//! (owned by the `postgres` OS user, each with a private port and socket directory), clients,
+//! and the bookkeeping that counts duplicates.
+//!
+//! The extension must already be installed into the system PostgreSQL
+//! (`cargo pgrx install --release`); `tests/run.sh` does that before running this suite.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub use postgres::{Client, NoTls};
+
+pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// Run a command as the `postgres` OS user (PostgreSQL refuses to run as root).
+pub fn as_postgres(program: &str, args: &[&str]) -> Output {
+    as_postgres_env(program, args, &[])
+}
+
+pub fn as_postgres_env(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("sudo");
+    cmd.arg("-u").arg("postgres");
+    if !env.is_empty() {
+        cmd.arg("env");
+        for (k, v) in env {
+            cmd.arg(format!("{k}={v}"));
+        }
+    }
+    cmd.arg(program).args(args);
+    cmd.output().unwrap_or_else(|e| panic!("running {program}: {e}"))
+}
+
+fn check(out: Output, what: &str) -> Output {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A throwaway cluster. Stopped (immediately) when dropped.
+pub struct Cluster {
+    pub name: String,
+    pub dir: PathBuf,
+    pub port: u16,
+    /// Environment the postmaster runs with (e.g. libfaketime's variables).
+    pub env: Vec<(String, String)>,
+}
+
+impl Cluster {
+    /// initdb a fresh cluster with pg_seqgen preloaded and `extra` lines in postgresql.conf.
+    pub fn init(name: &str, port: u16, extra: &[&str]) -> Cluster {
+        let dir = PathBuf::from(format!("/tmp/pg_seqgen_it/{name}"));
+        let c = Cluster { name: name.into(), dir, port, env: vec![] };
+        c.stop_quietly();
+        let _ = std::fs::remove_dir_all(&c.dir);
+        std::fs::create_dir_all(&c.dir).unwrap();
+        check(Command::new("chown").arg("postgres").arg(&c.dir).output().unwrap(), "chown");
+        let data = c.data();
+        check(
+            as_postgres(&format!("{PG_BIN}/initdb"), &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"]),
+            "initdb",
+        );
+        let mut conf = vec![
+            format!("port = {port}"),
+            format!("unix_socket_directories = '{}'", c.dir.display()),
+            "listen_addresses = ''".into(),
+            "shared_preload_libraries = 'pg_seqgen'".into(),
+            "seqgen.database_name = 'postgres'".into(),
+            "max_connections = 60".into(),
+            "fsync = on".into(),
+            "log_min_messages = warning".into(),
+        ];
+        conf.extend(extra.iter().map(|s| s.to_string()));
+        c.append_conf(&conf.join("\n"));
+        c
+    }
+
+    pub fn data(&self) -> String {
+        format!("{}/data", self.dir.display())
+    }
+
+    pub fn append_conf(&self, text: &str) {
+        let path = format!("{}/postgresql.conf", self.data());
+        let mut cur = std::fs::read_to_string(&path).unwrap();
+        cur.push('\n');
+        cur.push_str(text);
+        cur.push('\n');
+        std::fs::write(&path, cur).unwrap();
+    }
+
+    fn env_refs(&self) -> Vec<(&str, &str)> {
+        self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    }
+
+    pub fn start(&self) {
+        let log = format!("{}/log", self.dir.display());
+        let data = self.data();
+        check(
+            as_postgres_env(
+                &format!("{PG_BIN}/pg_ctl"),
+                &["-D", &data, "-l", &log, "-w", "-t", "120", "start"],
+                &self.env_refs(),
+            ),
+            &format!("pg_ctl start ({})", self.log_tail()),
+        );
+    }
+
+    /// `pg_ctl stop -m <mode>`.
+    pub fn stop(&self, mode: &str) {
+        let data = self.data();
+        check(
+            as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &data, "-m", mode, "-w", "-t", "120", "stop"]),
+            "pg_ctl stop",
+        );
+    }
+
+    fn stop_quietly(&self) {
+        let data = self.data();
+        if Path::new(&format!("{data}/postmaster.pid")).exists() {
+            let _ = as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &data, "-m", "immediate", "-w", "stop"]);
+        }
+    }
+
+    /// SIGKILL the postmaster, then clean up its orphaned children the way an operator would
+    /// after a machine crash (they exit by themselves once they notice the postmaster is gone).
+    pub fn kill9(&self) {
+        let pid = self.postmaster_pid();
+        check(Command::new("kill").arg("-9").arg(pid.to_string()).output().unwrap(), "kill -9");
+        // wait for every backend of this cluster to go
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let out = Command::new("pgrep").arg("-f").arg(format!("postgres: .*{}", self.port)).output().unwrap();
+            let children = Command::new("pgrep").arg("-P").arg(pid.to_string()).output().unwrap();
+            if !out.status.success() && !children.status.success() && !Path::new(&format!("/proc/{pid}")).exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Children of a SIGKILLed postmaster exit on their own; make sure shared memory is free
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    pub fn postmaster_pid(&self) -> i32 {
+        let text = std::fs::read_to_string(format!("{}/postmaster.pid", self.data())).unwrap();
+        text.lines().next().unwrap().trim().parse().unwrap()
+    }
+
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(format!("{}/log", self.dir.display())).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(format!("{}/log", self.dir.display())).unwrap_or_default()
+    }
+
+    pub fn conninfo(&self, db: &str) -> String {
+        format!("host={} port={} user=postgres dbname={db}", self.dir.display(), self.port)
+    }
+
+    pub fn connect(&self) -> Client {
+        self.connect_db("postgres")
+    }
+
+    pub fn connect_db(&self, db: &str) -> Client {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match Client::connect(&self.conninfo(db), NoTls) {
+                Ok(c) => return c,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => panic!("connect to {}: {e}\n{}", self.name, self.log_tail()),
+            }
+        }
+    }
+
+    /// Run SQL (several statements allowed) and panic on error.
+    pub fn sql(&self, sql: &str) {
+        self.connect().batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    pub fn one_i64(&self, sql: &str) -> i64 {
+        self.connect().query_one(sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop_quietly();
+    }
+}
+
+/// The SQLSTATE of a failed statement, if the error came from the server.
+pub fn sqlstate(e: &postgres::Error) -> Option<String> {
+    e.code().map(|c| c.code().to_string())
+}
+
+/// Counts IDs and duplicates across everything clients were given.
+#[derive(Default)]
+pub struct Ledger {
+    seen: HashMap<i64, u32>,
+    pub total: usize,
+}
+
+impl Ledger {
+    pub fn add(&mut self, ids: impl IntoIterator<Item = i64>) {
+        for id in ids {
+            *self.seen.entry(id).or_default() += 1;
+            self.total += 1;
+        }
+    }
+
+    pub fn duplicates(&self) -> usize {
+        self.seen.values().map(|&n| n as usize - 1).sum()
+    }
+
+    pub fn examples(&self) -> Vec<i64> {
+        let mut d: Vec<i64> = self.seen.iter().filter(|(_, &n)| n > 1).map(|(&k, _)| k).collect();
+        d.sort_unstable();
+        d.truncate(10);
+        d
+    }
+
+    /// Print the figures (CI reads them) and assert there is no duplicate.
+    pub fn assert_unique(&self, what: &str) {
+        println!("{what}: {} IDs checked, {} duplicates", self.total, self.duplicates());
+        assert_eq!(self.duplicates(), 0, "{what}: IDs issued twice, e.g. {:?}", self.examples());
+    }
+
+    pub fn max(&self) -> Option<i64> {
+        self.seen.keys().max().copied()
+    }
+}
+
+/// Run `f` on `n` threads at once and collect their results.
+pub fn on_threads<T: Send + 'static>(n: usize, f: impl Fn(usize) -> T + Send + Sync + 'static) -> Vec<T> {
+    let f = std::sync::Arc::new(f);
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let f = f.clone();
+            std::thread::spawn(move || f(i))
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect()
+}

@@ -1,0 +1,80 @@
+"""Turns the raw benchmark output into the Markdown table the README shows."""
+import datetime
+import glob
+import os
+import platform
+import re
+import sys
+
+out, seconds, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+single = {}
+for line in open(os.path.join(out, "single.tsv")):
+    q, ms = line.rstrip("\n").split("\t")
+    single[q] = float(ms)
+
+
+def per_row(fragment, n=rows):
+    q = next(k for k in single if fragment in k)
+    return single[q] * 1e6 / n
+
+
+def pgbench(name):
+    text = open(os.path.join(out, name + ".out")).read()
+    tps = float(re.search(r"tps = ([0-9.]+)", text).group(1))
+    lat = []
+    for f in glob.glob(os.path.join(out, "log_" + name + ".*")):
+        with open(f) as fh:
+            lat.extend(int(line.split()[2]) for line in fh)
+    lat.sort()
+
+    def q(p):
+        return lat[min(len(lat) - 1, int(p * len(lat)))] if lat else float("nan")
+
+    return tps, q(0.99), q(0.999)
+
+
+cpu = "unknown CPU"
+for line in open("/proc/cpuinfo"):
+    if line.startswith("model name"):
+        cpu = line.split(":", 1)[1].strip()
+        break
+print()
+print(f"Measured {datetime.date.today()} on {os.cpu_count()} cores ({cpu}), {platform.system()} "
+      f"{platform.release()}, PostgreSQL 15, `bash bench/run.sh` (pgbench {seconds} s each).")
+print()
+print("**Single session**, `SELECT count(f) FROM generate_series(1, %d) g`, median of 5:" % rows)
+print()
+print("| f | ns per row | ratio to `abs(g)` |")
+print("| --- | ---: | ---: |")
+floor = per_row("abs(g)")
+for label, frag in [("`abs(g)` (the per-row floor)", "abs(g)"),
+                    ("`nextval('s')`, default sequence", "nextval('s')"),
+                    ("`nextval('s_cache')`, `CACHE 1000`", "s_cache"),
+                    ("`gen_random_uuid()`", "gen_random_uuid"),
+                    ("`seqgen_next('b')`", "seqgen_next('b')")]:
+    ns = per_row(frag)
+    print(f"| {label} | {ns:.0f} | {ns / floor:.2f}x |")
+print()
+gs = per_row("FROM generate_series(1, 1000000)", 1_000_000)
+bt = per_row("seqgen_next_batch", 1_000_000)
+print("| 1,000,000 rows | ns per row | ratio to `generate_series` |")
+print("| --- | ---: | ---: |")
+print(f"| `generate_series(1, 1000000)` | {gs:.0f} | 1.00x |")
+print(f"| `seqgen_next_batch('b', 1000000)` | {bt:.0f} | {bt / gs:.2f}x |")
+print()
+print("**pgbench**, 8 clients, 2 threads, `-M prepared`; latency percentiles from `--log`:")
+print()
+print("| script | TPS | ratio to `SELECT 1` | p99 (us) | p99.9 (us) | p99.9 ratio |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+base = pgbench("select1")
+for label, name in [("`SELECT 1`", "select1"),
+                    ("`SELECT nextval('s')`", "nextval"),
+                    ("`SELECT gen_random_uuid()`", "uuid"),
+                    ("`SELECT seqgen_next('b')` (step 1000, adaptive)", "seqgen_next"),
+                    ("`SELECT seqgen_next('p')` (step 100, adaptive off)", "seqgen_next_step100")]:
+    tps, p99, p999 = pgbench(name)
+    print(f"| {label} | {tps:,.0f} | {tps / base[0]:.2f}x | {p99} | {p999} | {p999 / base[2]:.2f}x |")
+waits = dict(line.strip().split("|") for line in open(os.path.join(out, "waits.tsv")) if "|" in line)
+print()
+print(f"Draws that waited for a segment: tag b {waits.get('b', '?')}, tag p {waits.get('p', '?')}.")

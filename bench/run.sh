@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# pg_seqgen benchmark: one command, one throwaway cluster, every number a ratio measured side
+# by side in the same run against PostgreSQL's own nextval, gen_random_uuid() and the per-row
+# floor abs(g).
+#
+#   bash bench/run.sh                 # full run (about 3 minutes)
+#   BENCH_SECONDS=5 bash bench/run.sh # shorter pgbench runs
+#
+# Prints a Markdown table; the README shows the latest one.
+. "$(dirname "$0")/../scripts/lib.sh"
+
+SECONDS_EACH=${BENCH_SECONDS:-20}
+ROWS=${BENCH_ROWS:-2000000}
+DIR=/tmp/pg_seqgen_bench
+PORT=${BENCH_PORT:-55499}
+OUT=$DIR/out
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+
+ensure_deps
+install_extension
+
+say "starting a throwaway cluster in $DIR"
+cluster_init "$DIR" "$PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min"
+cluster_start "$DIR"
+trap 'cluster_stop "$DIR" fast' EXIT
+mkdir -p "$OUT" && chown postgres "$OUT"
+
+psql_at "$DIR" "$PORT" -f "$BENCH_DIR/setup.sql" >/dev/null
+
+say "single session, $ROWS rows per query, median of 5 interleaved rounds"
+psql_at "$DIR" "$PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/single.sql" > "$OUT/single.tsv"
+
+say "pgbench: 8 clients, 2 threads, prepared, ${SECONDS_EACH}s each"
+pgbench_run() {
+    local name=$1 sql=$2
+    echo "$sql" > "$OUT/$name.sql"
+    rm -f "$OUT/log_$name".*
+    (cd "$OUT" && sudo -u postgres "$PG_BIN/pgbench" -h "$DIR" -p "$PORT" -n -c 8 -j 2 -M prepared \
+        -T "$SECONDS_EACH" --log --log-prefix="$OUT/log_$name" -f "$OUT/$name.sql" postgres) \
+        > "$OUT/$name.out" 2>&1
+    grep -q "tps = " "$OUT/$name.out" || { cat "$OUT/$name.out"; exit 1; }
+    echo "  $name: $(grep -o 'tps = [0-9.]*' "$OUT/$name.out")"
+}
+set_adaptive() {
+    psql_at "$DIR" "$PORT" -c "ALTER SYSTEM SET seqgen.adaptive_step = $1" -c "SELECT pg_reload_conf()" >/dev/null
+}
+pgbench_run select1 "SELECT 1;"
+pgbench_run nextval "SELECT nextval('s');"
+pgbench_run uuid "SELECT gen_random_uuid();"
+pgbench_run seqgen_next "SELECT seqgen_next('b');"
+set_adaptive off
+pgbench_run seqgen_next_step100 "SELECT seqgen_next('p');"
+set_adaptive on
+
+psql_at "$DIR" "$PORT" -At -c "SELECT biz_tag, waits FROM seqgen_status()" > "$OUT/waits.tsv"
+python3 "$BENCH_DIR/report.py" "$OUT" "$SECONDS_EACH" "$ROWS"

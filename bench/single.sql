@@ -1,0 +1,10 @@
+-- Single-session rows: per-row cost of each generator over :rows rows.
+SELECT * FROM bench_median(ARRAY[
+    format('SELECT count(abs(g)) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(nextval(''s'')) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(nextval(''s_cache'')) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(gen_random_uuid()) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(seqgen_next(''b'')) FROM generate_series(1, %s) g', :rows),
+    'SELECT count(*) FROM generate_series(1, 1000000)',
+    'SELECT count(*) FROM seqgen_next_batch(''b'', 1000000)'
+], 5);

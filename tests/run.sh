@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole pg_seqgen test suite, on a fresh machine or again on this one:
+#   1. the functional core: cargo test -p seqgen-core (unit and property tests, no PostgreSQL)
+#   2. the #[pg_test]s: cargo pgrx test pg15, in a test cluster with pg_seqgen preloaded
+#   3. the integration and fault suite: real clusters, concurrent sessions, crashes,
+#      standbys, dump/restore (cargo test -p seqgen-integration)
+# Installs whatever is missing first (apt packages, cargo-pgrx 0.18.0, cargo pgrx init).
+. "$(dirname "$0")/../scripts/lib.sh"
+cd "$ROOT"
+
+ensure_deps
+
+say "1/3 functional core: cargo test -p seqgen-core"
+cargo test -p seqgen-core
+
+say "2/3 #[pg_test]s: cargo pgrx test pg15"
+PGRX_TEST_DATA=/tmp/pg_seqgen_pgrx_test
+# a fresh test cluster every run (its worker must not be connected while pgrx recreates the db)
+rm -rf "$PGRX_TEST_DATA" && mkdir -p "$PGRX_TEST_DATA" && chown postgres "$PGRX_TEST_DATA"
+RUST_TEST_THREADS=1 cargo pgrx test pg15 --runas postgres --pgdata "$PGRX_TEST_DATA/data"
+
+say "3/3 integration and fault suite"
+install_extension
+cargo test -p seqgen-integration -- --test-threads=2 --nocapture
+say "all tests passed"
