@@ -9,17 +9,25 @@
 cd "$ROOT"
 
 ensure_deps
+LOG=$(mktemp /tmp/pg_seqgen_tests.XXXXXX)
+# run a test command, keep its output for the summary
+run() { "$@" 2>&1 | tee -a "$LOG"; }
 
 say "1/3 functional core: cargo test -p seqgen-core"
-cargo test -p seqgen-core
+run cargo test -p seqgen-core --lib
 
 say "2/3 #[pg_test]s: cargo pgrx test pg15"
 PGRX_TEST_DATA=/tmp/pg_seqgen_pgrx_test
 # a fresh test cluster every run (its worker must not be connected while pgrx recreates the db)
 rm -rf "$PGRX_TEST_DATA" && mkdir -p "$PGRX_TEST_DATA" && chown postgres "$PGRX_TEST_DATA"
-RUST_TEST_THREADS=1 cargo pgrx test pg15 --runas postgres --pgdata "$PGRX_TEST_DATA/data"
+RUST_TEST_THREADS=1 run cargo pgrx test pg15 --runas postgres --pgdata "$PGRX_TEST_DATA/data"
 
 say "3/3 integration and fault suite"
 install_extension
-cargo test -p seqgen-integration -- --test-threads=2 --nocapture
+run cargo test -p seqgen-integration --test '*' -- --test-threads=2 --nocapture
+
+# one closing line over all three runners
+passed=$(grep '^test result:' "$LOG" | grep -o '[0-9]* passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep '^test result:' "$LOG" | grep -o '[0-9]* failed' | awk '{s+=$1} END {print s+0}')
 say "all tests passed"
+echo "tests: $passed passed, $failed failed"
