@@ -47,7 +47,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RAISE EXCEPTION 'TRUNCATE of the pg_seqgen catalog is not allowed'
+    RAISE EXCEPTION 'TRUNCATE of the pg_seqgen catalog (%) is not allowed', TG_TABLE_NAME
         USING ERRCODE = 'feature_not_supported',
               HINT = 'Drop tags one by one with seqgen_drop().';
 END
@@ -56,5 +56,41 @@ $$;
 CREATE TRIGGER alloc_no_truncate BEFORE TRUNCATE ON seqgen.alloc
     FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
 
+-- Snowflake: the persisted reservation, as an ID value. Every snowflake ID this server issued
+-- is below reserved_id; after a restart (or a restore) IDs resume above it. The worker
+-- upserts the single row; it is dumped with the database.
+CREATE TABLE seqgen.snowflake (
+    singleton   pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (singleton),
+    reserved_id pg_catalog.int8 NOT NULL CHECK (reserved_id OPERATOR(pg_catalog.>=) 0)
+);
+COMMENT ON TABLE seqgen.snowflake IS
+    'pg_seqgen snowflake reservation: every issued snowflake ID is below reserved_id; it never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.snowflake', '');
+
+CREATE FUNCTION seqgen.snowflake_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+        IF NEW.reserved_id OPERATOR(pg_catalog.<) OLD.reserved_id THEN
+            RAISE EXCEPTION 'the snowflake reservation cannot decrease (from % to %)', OLD.reserved_id, NEW.reserved_id
+                USING ERRCODE = 'check_violation',
+                      HINT = 'Lowering it would let snowflake IDs be issued again after a restart.';
+        END IF;
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'the snowflake reservation cannot be deleted'
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Deleting it would let snowflake IDs be issued again after a restart.';
+END
+$$;
+
+CREATE TRIGGER snowflake_guard BEFORE UPDATE OR DELETE ON seqgen.snowflake
+    FOR EACH ROW EXECUTE FUNCTION seqgen.snowflake_guard();
+CREATE TRIGGER snowflake_no_truncate BEFORE TRUNCATE ON seqgen.snowflake
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+
 REVOKE ALL ON SCHEMA seqgen FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.alloc FROM PUBLIC;
+REVOKE ALL ON TABLE seqgen.snowflake FROM PUBLIC;

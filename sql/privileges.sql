@@ -7,3 +7,6 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_next(pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_next_batch(pg_catalog.text, pg_catalog.int4) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_alloc_deleted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_decode(pg_catalog.int8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_status() FROM PUBLIC;

@@ -27,11 +27,18 @@ const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(p
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 
+const SNOWFLAKE_READ: &str = "SELECT reserved_id FROM seqgen.snowflake";
+const SNOWFLAKE_WRITE: &str = "INSERT INTO seqgen.snowflake (singleton, reserved_id) VALUES (true, $1) \
+     ON CONFLICT (singleton) DO UPDATE \
+     SET reserved_id = GREATEST(seqgen.snowflake.reserved_id, EXCLUDED.reserved_id)";
+
 /// The worker's statements, planned once and kept across transactions (SPI_keepplan).
 pub struct Plans {
     lock_row: OwnedPreparedStatement,
     row_exists: OwnedPreparedStatement,
     set_max_id: OwnedPreparedStatement,
+    snowflake_read: OwnedPreparedStatement,
+    snowflake_write: OwnedPreparedStatement,
 }
 
 impl Plans {
@@ -42,7 +49,24 @@ impl Plans {
             lock_row: client.prepare_mut(LOCK_ROW, &[text])?.keep(),
             row_exists: client.prepare(ROW_EXISTS, &[text])?.keep(),
             set_max_id: client.prepare_mut(SET_MAX_ID, &[text, int8])?.keep(),
+            snowflake_read: client.prepare(SNOWFLAKE_READ, &[])?.keep(),
+            snowflake_write: client.prepare_mut(SNOWFLAKE_WRITE, &[int8])?.keep(),
         })
+    }
+
+    /// The persisted snowflake high-water ID (every ID issued before is below it).
+    pub fn snowflake_read(&self, client: &SpiClient<'_>) -> spi::Result<i64> {
+        let t = client.select(&self.snowflake_read, Some(1), &[])?;
+        Ok(if t.is_empty() {
+            0
+        } else {
+            t.first().get_one::<i64>()?.unwrap_or(0)
+        })
+    }
+
+    /// Persist a snowflake high-water ID (never lowers it).
+    pub fn snowflake_write(&self, client: &mut SpiClient<'_>, id: i64) -> spi::Result<()> {
+        client.update(&self.snowflake_write, None, &[id.into()]).map(|_| ())
     }
 
     /// Reserve values for `tag` inside the current (worker) transaction. `size` is given the

@@ -39,6 +39,14 @@ pub enum SeqgenError {
     Exhausted(String),
     #[error("too many tags: seqgen.max_tags is {0}")]
     TooManyTags(i32),
+    #[error(
+        "the clock is {behind} ms behind the last snowflake timestamp, more than seqgen.snowflake_max_borrow allows"
+    )]
+    ClockBehind { behind: i64 },
+    #[error("the snowflake layout's time range is used up")]
+    SnowflakeTimeExhausted,
+    #[error("the clock is before seqgen.snowflake_epoch")]
+    BeforeEpoch,
     #[error("pg_seqgen internal error: {0}")]
     Internal(String),
 }
@@ -59,7 +67,9 @@ impl SeqgenError {
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
             BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             NullArgument(_) => ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            Exhausted(_) => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+            Exhausted(_) | SnowflakeTimeExhausted => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+            ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
+            BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyTags(_) => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
             Internal(_) => ERRCODE_INTERNAL_ERROR,
         }
@@ -80,6 +90,9 @@ impl SeqgenError {
             UnknownTag(_) => "Create it with seqgen_create().".into(),
             TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),
             TooManyTags(_) => "Drop unused tags, or raise seqgen.max_tags and restart the server.".into(),
+            ClockBehind { .. } => "Snowflake IDs resume when the server clock catches up; check NTP.".into(),
+            SnowflakeTimeExhausted => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
+            BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
             _ => return None,
         })
     }

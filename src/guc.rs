@@ -14,6 +14,15 @@ pub static MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
 pub static STEP_GROW_BELOW: GucSetting<i32> = GucSetting::<i32>::new(15 * 60);
 pub static STEP_SHRINK_ABOVE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60);
 pub static ALLOCATION_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
+pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static SNOWFLAKE_EPOCH: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"2024-01-01 00:00:00+00"));
+pub static SNOWFLAKE_TIME_BITS: GucSetting<i32> = GucSetting::<i32>::new(41);
+pub static SNOWFLAKE_NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(10);
+pub static SNOWFLAKE_SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(12);
+pub static SNOWFLAKE_MAX_WAIT: GucSetting<i32> = GucSetting::<i32>::new(5);
+pub static SNOWFLAKE_MAX_BORROW: GucSetting<i32> = GucSetting::<i32>::new(2_000);
+pub static SNOWFLAKE_RESERVE: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 
 /// Largest `n` accepted by `seqgen_next_batch`.
 pub const MAX_BATCH: i32 = 10_000_000;
@@ -95,6 +104,93 @@ pub fn register() {
         GucContext::Userset,
         GucFlags::UNIT_MS,
     );
+    register_snowflake();
+}
+
+fn register_snowflake() {
+    GucRegistry::define_int_guc(
+        c"seqgen.node_id",
+        c"This server's node id, carried in snowflake IDs and order numbers.",
+        c"Give every server that issues IDs for the same purpose its own node id.",
+        &NODE_ID,
+        0,
+        1 << 22,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"seqgen.snowflake_epoch",
+        c"Epoch of snowflake timestamps (YYYY-MM-DD, YYYY-MM-DD HH:MM:SS in UTC, or RFC 3339).",
+        c"",
+        &SNOWFLAKE_EPOCH,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    for (name, short, setting) in [
+        (
+            c"seqgen.snowflake_time_bits",
+            c"Bits of milliseconds in a snowflake ID.",
+            &SNOWFLAKE_TIME_BITS,
+        ),
+        (
+            c"seqgen.snowflake_node_bits",
+            c"Bits of node id in a snowflake ID.",
+            &SNOWFLAKE_NODE_BITS,
+        ),
+        (
+            c"seqgen.snowflake_sequence_bits",
+            c"Bits of per-millisecond sequence in a snowflake ID.",
+            &SNOWFLAKE_SEQUENCE_BITS,
+        ),
+    ] {
+        GucRegistry::define_int_guc(
+            name,
+            short,
+            c"Time, node and sequence bits must sum to 63.",
+            setting,
+            0,
+            63,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+    }
+    GucRegistry::define_int_guc(
+        c"seqgen.snowflake_max_wait",
+        c"A clock step back up to this long is waited out.",
+        c"",
+        &SNOWFLAKE_MAX_WAIT,
+        0,
+        60_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"seqgen.snowflake_max_borrow",
+        c"A clock step back up to this long is bridged by issuing from the last timestamp (borrowing time); beyond it, calls fail until the clock catches up.",
+        c"",
+        &SNOWFLAKE_MAX_BORROW,
+        0,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"seqgen.snowflake_reserve",
+        c"How far ahead of the last issued timestamp the snowflake reservation is persisted.",
+        c"After a restart, snowflake IDs resume above the persisted reservation.",
+        &SNOWFLAKE_RESERVE,
+        10,
+        3_600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+}
+
+pub fn snowflake_epoch() -> String {
+    SNOWFLAKE_EPOCH
+        .get()
+        .and_then(|c| c.into_string().ok())
+        .unwrap_or_default()
 }
 
 pub fn step_policy() -> StepPolicy {

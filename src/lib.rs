@@ -13,6 +13,7 @@ mod error;
 mod guc;
 mod segment_api;
 mod shmem;
+mod snowflake;
 mod triggers;
 mod wait;
 mod worker;
@@ -37,6 +38,10 @@ pub extern "C-unwind" fn _PG_init() {
         // Loaded on first use in a backend: the functions will report that pg_seqgen must be
         // preloaded. Shared memory and the worker can only be set up by the postmaster.
         return;
+    }
+    // Impossible snowflake layouts stop the server at start-up, with the reason.
+    if let Err(msg) = snowflake::configured_layout() {
+        error!("pg_seqgen: {msg}");
     }
     shmem::install_hooks();
     worker::register();

@@ -6,7 +6,8 @@
 //! │   ├── worker: pid, latch, status, database it serves, catalog oid
 //! │   ├── dir_lock: LWLock guarding the tag directory (slot names and states)
 //! │   ├── cv: ConditionVariable the worker broadcasts after every batch of work
-//! │   └── mailboxes[MAILBOXES]: synchronous requests (load a tag, reserve a batch range)
+//! │   ├── mailboxes[MAILBOXES]: synchronous requests (load a tag, reserve a batch range)
+//! │   └── snowflake: the generator word, the reservation, clock-event counters
 //! └── slots[max_tags]: TagSlot
 //!     ├── seg: SegmentBuffer (cursor on its own cache line, ring of published segments)
 //!     ├── gen: generation, bumped whenever the slot stops serving its tag
@@ -24,6 +25,8 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, O
 
 use pgrx::pg_sys;
 use seqgen_core::segment::SegmentBuffer;
+
+use crate::snowflake::SnowflakeShared;
 
 use crate::guc;
 
@@ -60,6 +63,7 @@ pub struct Header {
     /// Bumped by every request so the worker knows there is work without scanning.
     pub doorbell: AtomicU64,
     pub mailboxes: [Mailbox; MAILBOXES],
+    pub snowflake: SnowflakeShared,
 }
 
 /// Slot states.

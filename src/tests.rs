@@ -396,9 +396,16 @@ mod tests {
         let pid = one("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator'");
         Spi::run("SET LOCAL seqgen.allocation_timeout = 300").unwrap();
         // a hung worker (SIGSTOP): the call times out instead of hanging
-        Spi::run(&format!("COPY (SELECT 1) TO PROGRAM 'kill -STOP {pid}'")).unwrap();
+        let signal = |sig: &str| {
+            // the program reads its input so COPY never sees a broken pipe
+            Spi::run(&format!(
+                "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; kill -{sig} {pid}'"
+            ))
+            .unwrap()
+        };
+        signal("STOP");
         let code = sqlstate("SELECT seqgen_next('t_stopped')");
-        Spi::run(&format!("COPY (SELECT 1) TO PROGRAM 'kill -CONT {pid}'")).unwrap();
+        signal("CONT");
         assert_eq!(code, Some(ERRCODE_LOCK_NOT_AVAILABLE));
         // a terminated worker: "not running" until the postmaster restarts it (after 1 s)
         Spi::run(&format!("SELECT pg_terminate_backend({pid})")).unwrap();
@@ -443,5 +450,86 @@ mod tests {
             0
         );
         assert_eq!(one("SELECT count(*) FROM seqgen.alloc WHERE biz_tag = 't_priv'"), 1);
+    }
+
+    #[pg_test]
+    fn snowflake_increases_and_decodes() {
+        let got = ids("SELECT seqgen_snowflake() FROM generate_series(1, 5000)");
+        assert!(
+            got.windows(2).all(|w| w[0] < w[1]),
+            "snowflakes not strictly increasing"
+        );
+        let last = *got.last().unwrap();
+        let (node, seq, age_ms) = Spi::get_three_with_args::<i32, i32, f64>(
+            "SELECT node_id, sequence, (extract(epoch FROM clock_timestamp() - ts) * 1000)::float8 \
+             FROM seqgen_snowflake_decode($1)",
+            &[last.into()],
+        )
+        .unwrap();
+        assert_eq!(node, Some(0));
+        assert_eq!(seq.unwrap() as i64, last & 4095);
+        let age = age_ms.unwrap();
+        assert!((-5.0..1000.0).contains(&age), "decoded time is {age} ms from now");
+    }
+
+    #[pg_test]
+    fn snowflake_decode_rejects_negative() {
+        refused(
+            "SELECT * FROM seqgen_snowflake_decode(-1)",
+            ERRCODE_INVALID_PARAMETER_VALUE,
+        );
+    }
+
+    #[pg_test]
+    fn snowflake_status_and_reservation() {
+        let id = one("SELECT seqgen_snowflake()");
+        let row = Spi::get_three::<i32, i64, bool>(
+            "SELECT node_id, refusals, reserved_until > last_ts FROM seqgen_snowflake_status()",
+        )
+        .unwrap();
+        assert_eq!(row, (Some(0), Some(0), Some(true)));
+        // the persisted reservation is above every issued ID
+        let reserved = wait_for_value("SELECT reserved_id FROM seqgen.snowflake", |r| r > id);
+        assert!(reserved > id);
+    }
+
+    /// Poll `sql` (up to 10 s) until `ok` holds for its bigint result.
+    fn wait_for_value(sql: &str, ok: impl Fn(i64) -> bool) -> i64 {
+        for _ in 0..500 {
+            if let Ok(Some(v)) = Spi::get_one::<i64>(sql) {
+                if ok(v) {
+                    return v;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("{sql} never satisfied the condition");
+    }
+
+    #[pg_test]
+    fn snowflake_reservation_cannot_go_back() {
+        one("SELECT seqgen_snowflake()");
+        wait_for_value("SELECT count(*) FROM seqgen.snowflake", |n| n == 1);
+        refused("UPDATE seqgen.snowflake SET reserved_id = 0", ERRCODE_CHECK_VIOLATION);
+        refused("DELETE FROM seqgen.snowflake", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused("TRUNCATE seqgen.snowflake", ERRCODE_FEATURE_NOT_SUPPORTED);
+    }
+
+    #[pg_test]
+    fn snowflake_needs_a_grant() {
+        Spi::run("CREATE ROLE seqgen_sf_test NOLOGIN").unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_sf_test").unwrap();
+        assert_eq!(
+            sqlstate("SELECT seqgen_snowflake()"),
+            Some(ERRCODE_INSUFFICIENT_PRIVILEGE)
+        );
+        assert_eq!(
+            sqlstate("SELECT * FROM seqgen.snowflake"),
+            Some(ERRCODE_INSUFFICIENT_PRIVILEGE)
+        );
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("GRANT EXECUTE ON FUNCTION seqgen_snowflake() TO seqgen_sf_test").unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_sf_test").unwrap();
+        assert!(one("SELECT seqgen_snowflake()") > 0);
     }
 }

@@ -26,6 +26,7 @@ use crate::catalog::{self, Reserve};
 use crate::directory::code;
 use crate::guc;
 use crate::shmem::{self, Header, Mailbox, TagSlot, WorkerStatus};
+use crate::snowflake::{self, SnowflakeJob};
 
 pub fn register() {
     BackgroundWorkerBuilder::new("pg_seqgen allocator")
@@ -117,6 +118,8 @@ enum Job {
     Range { mb: usize, tag: String, n: i64 },
     /// Reserve the next segment of an active slot.
     Prefetch { slot: usize, gen: u64, tag: String },
+    /// Load or extend the snowflake reservation; `ts` is the reservation to persist.
+    Snowflake { job: SnowflakeJob, ts: i64 },
 }
 
 struct Worker {
@@ -129,12 +132,13 @@ struct Worker {
 
 impl Worker {
     fn cycle(&mut self, h: &'static Header) {
-        let jobs = gather(h);
         let now = shmem::now_ms();
-        if jobs.is_empty() && now - self.last_periodic_ms < 1000 {
+        let periodic = now - self.last_periodic_ms >= 1000;
+        let jobs = gather(h, now, periodic);
+        if jobs.is_empty() && !periodic {
             return;
         }
-        if now - self.last_periodic_ms >= 1000 {
+        if periodic {
             self.last_periodic_ms = now;
             update_rates(h, now);
         }
@@ -177,8 +181,14 @@ impl Worker {
     }
 }
 
-fn gather(h: &'static Header) -> Vec<Job> {
+fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
     let mut jobs = vec![];
+    if let Some(job) = snowflake::worker_wants(h, now, periodic) {
+        jobs.push(Job::Snowflake {
+            job,
+            ts: snowflake::next_reservation(h, now),
+        });
+    }
     for (i, mb) in h.mailboxes.iter().enumerate() {
         if mb.state.load(Ordering::Acquire) != shmem::MB_POSTED {
             continue;
@@ -220,6 +230,8 @@ fn gather(h: &'static Header) -> Vec<Job> {
 
 enum Outcome {
     Reserved(Reserve),
+    /// Snowflake: the persisted high-water ID was read (Load) or written (Extend).
+    Snowflake(i64),
     /// Loads only: the tag already has a slot.
     AlreadyLoaded,
     NoFreeSlot,
@@ -267,6 +279,18 @@ fn run_jobs(
                 }
             }
             Job::Range { tag, n, .. } => Outcome::Reserved(plans.reserve_for(client, tag, |_| *n)?),
+            Job::Snowflake {
+                job: SnowflakeJob::Load,
+                ..
+            } => Outcome::Snowflake(plans.snowflake_read(client)?),
+            Job::Snowflake {
+                job: SnowflakeJob::Extend,
+                ts,
+            } => {
+                let id = snowflake::layout().id_floor(*ts);
+                plans.snowflake_write(client, id)?;
+                Outcome::Snowflake(id)
+            }
             Job::Prefetch { slot, tag, .. } => {
                 let s = &slots[*slot];
                 let cur = s.cur_step.load(Ordering::Relaxed);
@@ -386,10 +410,25 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 Outcome::Reserved(r) => reserve_code(&r),
                 Outcome::NoFreeSlot => code::TOO_MANY_TAGS,
                 Outcome::CatalogMissing => code::CATALOG_MISSING,
-                Outcome::AlreadyLoaded => code::INTERNAL,
+                Outcome::AlreadyLoaded | Outcome::Snowflake(_) => code::INTERNAL,
             };
             answer(&h.mailboxes[*mb], c, 0, 0, "")
         }
+        (
+            Job::Snowflake {
+                job: SnowflakeJob::Load,
+                ..
+            },
+            Outcome::Snowflake(id),
+        ) => snowflake::resume(h, id),
+        (
+            Job::Snowflake {
+                job: SnowflakeJob::Extend,
+                ts,
+            },
+            Outcome::Snowflake(_),
+        ) => snowflake::publish_reservation(h, *ts),
+        (Job::Snowflake { .. }, _) => snowflake::report_failure(h),
         (Job::Prefetch { slot, gen, .. }, o) => {
             let s = &slots[*slot];
             if s.gen.load(Ordering::Acquire) != *gen {
@@ -416,7 +455,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 }
                 Outcome::Reserved(Reserve::Exhausted) => slot_error(s, code::EXHAUSTED),
                 Outcome::CatalogMissing => slot_error(s, code::CATALOG_MISSING),
-                Outcome::NoFreeSlot | Outcome::AlreadyLoaded => {}
+                Outcome::NoFreeSlot | Outcome::AlreadyLoaded | Outcome::Snowflake(_) => {}
             }
         }
     }
@@ -466,6 +505,7 @@ fn fail_all(h: &'static Header, jobs: &[Job], msg: &str) {
         match job {
             Job::Load { mb, .. } | Job::Range { mb, .. } => answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, msg),
             Job::Prefetch { slot, .. } => slot_error(&slots[*slot], code::INTERNAL),
+            Job::Snowflake { .. } => snowflake::report_failure(h),
         }
     }
 }

@@ -57,10 +57,25 @@ pub struct Decoded {
 }
 
 impl Layout {
-    pub fn new(time_bits: i64, node_bits: i64, seq_bits: i64, epoch_ms: i64, node_id: i64) -> Result<Layout, LayoutError> {
-        let (t, n, s) = (time_bits.clamp(0, 64) as u32, node_bits.clamp(0, 64) as u32, seq_bits.clamp(0, 64) as u32);
+    pub fn new(
+        time_bits: i64,
+        node_bits: i64,
+        seq_bits: i64,
+        epoch_ms: i64,
+        node_id: i64,
+    ) -> Result<Layout, LayoutError> {
+        let (t, n, s) = (
+            time_bits.clamp(0, 64) as u32,
+            node_bits.clamp(0, 64) as u32,
+            seq_bits.clamp(0, 64) as u32,
+        );
         if time_bits + node_bits + seq_bits != 63 || time_bits < 0 || node_bits < 0 || seq_bits < 0 {
-            return Err(LayoutError::BadSum { time: t, node: n, seq: s, sum: t + n + s });
+            return Err(LayoutError::BadSum {
+                time: t,
+                node: n,
+                seq: s,
+                sum: t + n + s,
+            });
         }
         if !(1..=22).contains(&s) {
             return Err(LayoutError::BadSequenceBits(s));
@@ -70,12 +85,22 @@ impl Layout {
         }
         let max = (1u64 << n) - 1;
         if node_id < 0 || node_id as u64 > max {
-            return Err(LayoutError::NodeOutOfRange { node_id, node_bits: n, max });
+            return Err(LayoutError::NodeOutOfRange {
+                node_id,
+                node_bits: n,
+                max,
+            });
         }
         if epoch_ms < 0 {
             return Err(LayoutError::BadEpoch);
         }
-        Ok(Layout { time_bits: t, node_bits: n, seq_bits: s, epoch_ms, node_id: node_id as u32 })
+        Ok(Layout {
+            time_bits: t,
+            node_bits: n,
+            seq_bits: s,
+            epoch_ms,
+            node_id: node_id as u32,
+        })
     }
 
     pub fn max_seq(&self) -> u64 {
@@ -122,6 +147,32 @@ impl Layout {
     }
 }
 
+/// Parse `seqgen.snowflake_epoch`: `2024-01-01`, `2024-01-01 00:00:00` (UTC), or RFC 3339
+/// (`2024-01-01T08:00:00+08:00`). Returns milliseconds since the Unix epoch.
+pub fn parse_epoch(text: &str) -> Result<i64, String> {
+    use chrono::{DateTime, NaiveDate, NaiveDateTime};
+    let t = text.trim();
+    let ms = if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        dt.timestamp_millis()
+    } else if let Ok(dt) = DateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%#z") {
+        dt.timestamp_millis()
+    } else if let Ok(dt) = NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S") {
+        dt.and_utc().timestamp_millis()
+    } else if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        d.and_hms_opt(0, 0, 0)
+            .map(|dt| dt.and_utc().timestamp_millis())
+            .unwrap_or(-1)
+    } else {
+        return Err(format!(
+            "invalid snowflake epoch \"{text}\": use YYYY-MM-DD, YYYY-MM-DD HH:MM:SS (UTC) or RFC 3339"
+        ));
+    };
+    if ms < 0 {
+        return Err(format!("the snowflake epoch \"{text}\" is before 1970-01-01"));
+    }
+    Ok(ms)
+}
+
 /// Clock-policy limits, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
@@ -131,8 +182,20 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Policy { max_wait: 5, max_borrow: 2000 }
+        Policy {
+            max_wait: 5,
+            max_borrow: 2000,
+        }
     }
+}
+
+/// Why the generator waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitReason {
+    /// The millisecond's sequence is used up: wait for the clock to tick.
+    SequenceExhausted,
+    /// The clock is slightly behind the last timestamp: wait for it to catch up.
+    ClockBehind,
 }
 
 /// What to do next.
@@ -141,7 +204,7 @@ pub enum Decision {
     /// Issue `(ts, seq)`. `borrowed`: the timestamp is ahead of the clock.
     Issue { ts: i64, seq: u64, borrowed: bool },
     /// Wait until the clock reads `until` (ms since the custom epoch), then decide again.
-    Wait { until: i64 },
+    Wait { until: i64, reason: WaitReason },
     /// The clock is `behind` ms behind the last timestamp, more than the borrow limit allows.
     Refuse { behind: i64 },
     /// `ts` is at or above the reservation: extend it first.
@@ -151,8 +214,9 @@ pub enum Decision {
 }
 
 /// The clock policy. `last` is the last issued `(ts, seq)`, `now` the clock (both in ms since
-/// the custom epoch), `reserved` the first timestamp not yet reserved.
-pub fn decide(last: (i64, u64), now: i64, reserved: i64, layout: &Layout, policy: &Policy) -> Decision {
+/// the custom epoch), `reserved` the first timestamp not yet reserved, `paced` the clock
+/// reading at which the generator last moved to a borrowed millisecond.
+pub fn decide(last: (i64, u64), now: i64, paced: i64, reserved: i64, layout: &Layout, policy: &Policy) -> Decision {
     let (last_ts, last_seq) = last;
     let (ts, seq, borrowed) = if now > last_ts {
         (now, 0, false)
@@ -160,7 +224,10 @@ pub fn decide(last: (i64, u64), now: i64, reserved: i64, layout: &Layout, policy
         if last_seq < layout.max_seq() {
             (last_ts, last_seq + 1, false)
         } else {
-            return Decision::Wait { until: last_ts + 1 };
+            return Decision::Wait {
+                until: last_ts + 1,
+                reason: WaitReason::SequenceExhausted,
+            };
         }
     } else {
         // The clock is behind the last issued timestamp. Never go back to it: continue from
@@ -168,9 +235,23 @@ pub fn decide(last: (i64, u64), now: i64, reserved: i64, layout: &Layout, policy
         // sequence moves to the next millisecond, never back to 0 at the old one).
         let behind = last_ts - now;
         if behind <= policy.max_wait {
-            return Decision::Wait { until: last_ts };
+            return Decision::Wait {
+                until: last_ts,
+                reason: WaitReason::ClockBehind,
+            };
         }
-        let (ts, seq) = if last_seq < layout.max_seq() { (last_ts, last_seq + 1) } else { (last_ts + 1, 0) };
+        let (ts, seq) = if last_seq < layout.max_seq() {
+            (last_ts, last_seq + 1)
+        } else if paced == now {
+            // At most one borrowed millisecond per tick of the clock: borrowing never runs
+            // ahead faster than time passes, so the lag cannot grow by itself under load.
+            return Decision::Wait {
+                until: now + 1,
+                reason: WaitReason::SequenceExhausted,
+            };
+        } else {
+            (last_ts + 1, 0)
+        };
         if ts - now > policy.max_borrow {
             return Decision::Refuse { behind: ts - now };
         }
@@ -223,6 +304,9 @@ pub struct Generator {
     word: AtomicU64,
     /// First timestamp (ms since the custom epoch) not covered by the persisted reservation.
     reserved: AtomicI64,
+    /// Clock reading (ms since the custom epoch) of the last move to a borrowed millisecond.
+    /// A pacing hint only: uniqueness rests on the compare-and-swap of `word`.
+    paced: AtomicI64,
 }
 
 impl Default for Generator {
@@ -233,7 +317,11 @@ impl Default for Generator {
 
 impl Generator {
     pub const fn new() -> Self {
-        Generator { word: AtomicU64::new(0), reserved: AtomicI64::new(0) }
+        Generator {
+            word: AtomicU64::new(0),
+            reserved: AtomicI64::new(0),
+            paced: AtomicI64::new(i64::MIN),
+        }
     }
 
     fn split(word: u64, layout: &Layout) -> (i64, u64) {
@@ -250,7 +338,11 @@ impl Generator {
         let floor = layout.ts_floor_for(high_water_id);
         // "Last issued" = the last sequence of the millisecond before the floor, so the next
         // ID has a timestamp >= floor whatever the clock reads.
-        let word = if floor == 0 { 0 } else { Self::join(floor - 1, layout.max_seq(), layout) };
+        let word = if floor == 0 {
+            0
+        } else {
+            Self::join(floor - 1, layout.max_seq(), layout)
+        };
         self.word.store(word, Ordering::Release);
         self.reserved.store(floor, Ordering::Release);
     }
@@ -280,19 +372,26 @@ impl Generator {
             if now < 0 {
                 return Err(NextError::BeforeEpoch);
             }
-            match decide(last, now, self.reserved(), layout, policy) {
+            let paced = self.paced.load(Ordering::Relaxed);
+            match decide(last, now, paced, self.reserved(), layout, policy) {
                 Decision::Issue { ts, seq, borrowed } => {
                     let new = Self::join(ts, seq, layout);
-                    if self.word.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                    if self
+                        .word
+                        .compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        if borrowed && seq == 0 {
+                            self.paced.store(now, Ordering::Relaxed);
+                        }
                         ev.borrowed = borrowed;
                         return Ok((layout.compose(ts, seq), ev));
                     }
                 }
-                Decision::Wait { until } => {
-                    if until > last.0 {
-                        ev.waited_overflow = true;
-                    } else {
-                        ev.waited_behind = true;
+                Decision::Wait { until, reason } => {
+                    match reason {
+                        WaitReason::SequenceExhausted => ev.waited_overflow = true,
+                        WaitReason::ClockBehind => ev.waited_behind = true,
                     }
                     clock.pause(until - now);
                 }
@@ -316,19 +415,33 @@ mod tests {
     }
 
     const FAR: i64 = i64::MAX / 4;
+    /// "never paced"
+    const NP: i64 = i64::MIN;
 
     #[test]
     fn layout_validation() {
         assert!(Layout::new(41, 10, 12, 0, 1023).is_ok());
         assert_eq!(
             Layout::new(41, 10, 13, 0, 0),
-            Err(LayoutError::BadSum { time: 41, node: 10, seq: 13, sum: 64 })
+            Err(LayoutError::BadSum {
+                time: 41,
+                node: 10,
+                seq: 13,
+                sum: 64
+            })
         );
         assert_eq!(
             Layout::new(41, 10, 12, 0, 1024),
-            Err(LayoutError::NodeOutOfRange { node_id: 1024, node_bits: 10, max: 1023 })
+            Err(LayoutError::NodeOutOfRange {
+                node_id: 1024,
+                node_bits: 10,
+                max: 1023
+            })
         );
-        assert!(matches!(Layout::new(41, 10, 12, 0, -1), Err(LayoutError::NodeOutOfRange { .. })));
+        assert!(matches!(
+            Layout::new(41, 10, 12, 0, -1),
+            Err(LayoutError::NodeOutOfRange { .. })
+        ));
         assert_eq!(Layout::new(63, 0, 0, 0, 0), Err(LayoutError::BadSequenceBits(0)));
         assert_eq!(Layout::new(20, 21, 22, 0, 0), Err(LayoutError::BadTimeBits(20)));
         assert_eq!(Layout::new(41, 10, 12, -5, 0), Err(LayoutError::BadEpoch));
@@ -336,11 +449,28 @@ mod tests {
     }
 
     #[test]
+    fn epoch_formats() {
+        assert_eq!(parse_epoch("2024-01-01"), Ok(1_704_067_200_000));
+        assert_eq!(parse_epoch("2024-01-01 00:00:00"), Ok(1_704_067_200_000));
+        assert_eq!(parse_epoch("2024-01-01T08:00:00+08:00"), Ok(1_704_067_200_000));
+        assert_eq!(parse_epoch("2024-01-01 00:00:00+00"), Ok(1_704_067_200_000));
+        assert!(parse_epoch("yesterday").is_err());
+        assert!(parse_epoch("1969-12-31").is_err());
+    }
+
+    #[test]
     fn compose_and_decode_round_trip() {
         let l = layout();
         let id = l.compose(123_456, 42);
         assert_eq!(id, (123_456i64 << 22) | (7 << 12) | 42);
-        assert_eq!(l.decode(id), Some(Decoded { unix_ms: l.epoch_ms + 123_456, node_id: 7, seq: 42 }));
+        assert_eq!(
+            l.decode(id),
+            Some(Decoded {
+                unix_ms: l.epoch_ms + 123_456,
+                node_id: 7,
+                seq: 42
+            })
+        );
         assert_eq!(l.decode(-1), None);
         let max = l.compose(l.max_ts(), l.max_seq());
         assert!(max > 0);
@@ -350,19 +480,74 @@ mod tests {
     #[test]
     fn policy_normal_same_ms_and_overflow() {
         let (l, p) = (layout(), Policy::default());
-        assert_eq!(decide((10, 5), 11, FAR, &l, &p), Decision::Issue { ts: 11, seq: 0, borrowed: false });
-        assert_eq!(decide((10, 5), 10, FAR, &l, &p), Decision::Issue { ts: 10, seq: 6, borrowed: false });
-        assert_eq!(decide((10, 4095), 10, FAR, &l, &p), Decision::Wait { until: 11 });
+        assert_eq!(
+            decide((10, 5), 11, NP, FAR, &l, &p),
+            Decision::Issue {
+                ts: 11,
+                seq: 0,
+                borrowed: false
+            }
+        );
+        assert_eq!(
+            decide((10, 5), 10, NP, FAR, &l, &p),
+            Decision::Issue {
+                ts: 10,
+                seq: 6,
+                borrowed: false
+            }
+        );
+        assert_eq!(
+            decide((10, 4095), 10, NP, FAR, &l, &p),
+            Decision::Wait {
+                until: 11,
+                reason: WaitReason::SequenceExhausted
+            }
+        );
     }
 
     #[test]
     fn policy_clock_behind_waits_then_borrows_then_refuses() {
-        let (l, p) = (layout(), Policy { max_wait: 5, max_borrow: 2000 });
-        assert_eq!(decide((1000, 1), 997, FAR, &l, &p), Decision::Wait { until: 1000 });
-        assert_eq!(decide((1000, 1), 995, FAR, &l, &p), Decision::Wait { until: 1000 });
-        assert_eq!(decide((1000, 1), 994, FAR, &l, &p), Decision::Issue { ts: 1000, seq: 2, borrowed: true });
-        assert_eq!(decide((1000, 1), -1000, FAR, &l, &p), Decision::Issue { ts: 1000, seq: 2, borrowed: true });
-        assert_eq!(decide((1000, 1), -1001, FAR, &l, &p), Decision::Refuse { behind: 2001 });
+        let (l, p) = (
+            layout(),
+            Policy {
+                max_wait: 5,
+                max_borrow: 2000,
+            },
+        );
+        assert_eq!(
+            decide((1000, 1), 997, NP, FAR, &l, &p),
+            Decision::Wait {
+                until: 1000,
+                reason: WaitReason::ClockBehind
+            }
+        );
+        assert_eq!(
+            decide((1000, 1), 995, NP, FAR, &l, &p),
+            Decision::Wait {
+                until: 1000,
+                reason: WaitReason::ClockBehind
+            }
+        );
+        assert_eq!(
+            decide((1000, 1), 994, NP, FAR, &l, &p),
+            Decision::Issue {
+                ts: 1000,
+                seq: 2,
+                borrowed: true
+            }
+        );
+        assert_eq!(
+            decide((1000, 1), -1000, NP, FAR, &l, &p),
+            Decision::Issue {
+                ts: 1000,
+                seq: 2,
+                borrowed: true
+            }
+        );
+        assert_eq!(
+            decide((1000, 1), -1001, NP, FAR, &l, &p),
+            Decision::Refuse { behind: 2001 }
+        );
     }
 
     /// Twitter's original generator reset the sequence before checking the clock: with the
@@ -371,7 +556,7 @@ mod tests {
     #[test]
     fn overflow_while_clock_is_behind_moves_forward() {
         let (l, p) = (layout(), Policy::default());
-        match decide((1000, 4095), 900, FAR, &l, &p) {
+        match decide((1000, 4095), 900, NP, FAR, &l, &p) {
             Decision::Issue { ts, seq, borrowed } => {
                 assert_eq!((ts, seq, borrowed), (1001, 0, true));
             }
@@ -379,19 +564,99 @@ mod tests {
         }
         // and never beyond the borrow limit
         assert_eq!(
-            decide((1000, 4095), 1000 - 2000, FAR, &l, &Policy { max_wait: 5, max_borrow: 2000 }),
+            decide(
+                (1000, 4095),
+                1000 - 2000,
+                NP,
+                FAR,
+                &l,
+                &Policy {
+                    max_wait: 5,
+                    max_borrow: 2000
+                }
+            ),
             Decision::Refuse { behind: 2001 }
         );
+    }
+
+    /// Borrowing at full speed would run ahead of the clock by itself (more IDs than the
+    /// layout's ceiling) and end in refusals. Paced, a borrowed millisecond is taken at most
+    /// once per clock tick.
+    #[test]
+    fn borrowing_is_paced_by_the_clock() {
+        let (l, p) = (layout(), Policy::default());
+        // sequence exhausted while 100 ms behind: the first time, borrow the next millisecond
+        assert_eq!(
+            decide((1100, 4095), 1000, NP, FAR, &l, &p),
+            Decision::Issue {
+                ts: 1101,
+                seq: 0,
+                borrowed: true
+            }
+        );
+        // already borrowed at this clock reading: wait for the clock to tick instead
+        assert_eq!(
+            decide((1101, 4095), 1000, 1000, FAR, &l, &p),
+            Decision::Wait {
+                until: 1001,
+                reason: WaitReason::SequenceExhausted
+            }
+        );
+        assert_eq!(
+            decide((1101, 4095), 1001, 1000, FAR, &l, &p),
+            Decision::Issue {
+                ts: 1102,
+                seq: 0,
+                borrowed: true
+            }
+        );
+    }
+
+    #[test]
+    fn sustained_load_while_borrowing_keeps_the_lag_constant() {
+        let l = layout();
+        let p = Policy {
+            max_wait: 5,
+            max_borrow: 2000,
+        };
+        let g = Generator::new();
+        // a restart whose reservation is 1 s ahead of the clock
+        g.resume_above(l.id_floor(1_001_000), &l);
+        g.extend_reservation(FAR);
+        let clock = FakeClock::at(l.epoch_ms + 1_000_000);
+        let mut max_lag = 0;
+        for _ in 0..200_000 {
+            // the clock only moves when the generator waits: load far above the ceiling
+            g.next(&l, &p, &clock).unwrap();
+            max_lag = max_lag.max(g.last(&l).0 - (clock.now_ms() - l.epoch_ms));
+        }
+        assert!(max_lag <= 1001, "lag grew to {max_lag} ms");
     }
 
     #[test]
     fn reservation_and_time_range_bound_issuing() {
         let (l, p) = (layout(), Policy::default());
-        assert_eq!(decide((10, 0), 20, 20, &l, &p), Decision::Reserve { ts: 20 });
-        assert_eq!(decide((10, 0), 20, 21, &l, &p), Decision::Issue { ts: 20, seq: 0, borrowed: false });
+        assert_eq!(decide((10, 0), 20, NP, 20, &l, &p), Decision::Reserve { ts: 20 });
+        assert_eq!(
+            decide((10, 0), 20, NP, 21, &l, &p),
+            Decision::Issue {
+                ts: 20,
+                seq: 0,
+                borrowed: false
+            }
+        );
         let max = l.max_ts();
-        assert_eq!(decide((max, l.max_seq()), max, FAR, &l, &p), Decision::Wait { until: max + 1 });
-        assert_eq!(decide((max, l.max_seq()), max + 1, FAR, &l, &p), Decision::TimeExhausted);
+        assert_eq!(
+            decide((max, l.max_seq()), max, NP, FAR, &l, &p),
+            Decision::Wait {
+                until: max + 1,
+                reason: WaitReason::SequenceExhausted
+            }
+        );
+        assert_eq!(
+            decide((max, l.max_seq()), max + 1, NP, FAR, &l, &p),
+            Decision::TimeExhausted
+        );
     }
 
     /// A clock the test sets by hand; pauses advance it.
@@ -420,7 +685,10 @@ mod tests {
     #[test]
     fn generator_is_strictly_increasing_through_clock_faults() {
         let l = layout();
-        let p = Policy { max_wait: 5, max_borrow: 2000 };
+        let p = Policy {
+            max_wait: 5,
+            max_borrow: 2000,
+        };
         let g = Generator::new();
         g.resume_above(0, &l);
         g.extend_reservation(FAR);
@@ -446,7 +714,10 @@ mod tests {
     #[test]
     fn generator_refuses_far_behind_and_resumes_when_the_clock_catches_up() {
         let l = layout();
-        let p = Policy { max_wait: 5, max_borrow: 2000 };
+        let p = Policy {
+            max_wait: 5,
+            max_borrow: 2000,
+        };
         let g = Generator::new();
         g.resume_above(0, &l);
         g.extend_reservation(FAR);
@@ -462,7 +733,10 @@ mod tests {
     #[test]
     fn restart_resumes_above_the_reservation_whatever_the_clock() {
         let l = layout();
-        let p = Policy { max_wait: 5, max_borrow: 2000 };
+        let p = Policy {
+            max_wait: 5,
+            max_borrow: 2000,
+        };
         let before = Generator::new();
         before.resume_above(0, &l);
         before.extend_reservation(1_001_000);
@@ -483,7 +757,10 @@ mod tests {
         assert!(matches!(after.next(&l, &p, &clock), Err(NextError::ClockBehind { .. })));
         clock.set(l.epoch_ms + 999_100);
         // within the borrow limit now, but the new reservation is not made yet
-        assert!(matches!(after.next(&l, &p, &clock), Err(NextError::NeedReservation { .. })));
+        assert!(matches!(
+            after.next(&l, &p, &clock),
+            Err(NextError::NeedReservation { .. })
+        ));
         after.extend_reservation(1_002_000);
         let (id, ev) = after.next(&l, &p, &clock).unwrap();
         assert!(id > last && id >= high_water && ev.borrowed);
@@ -492,7 +769,10 @@ mod tests {
     #[test]
     fn restart_with_a_later_epoch_still_resumes_above() {
         let old = layout();
-        let new = Layout { epoch_ms: old.epoch_ms + 86_400_000, ..old };
+        let new = Layout {
+            epoch_ms: old.epoch_ms + 86_400_000,
+            ..old
+        };
         let high_water = old.id_floor(5_000_000);
         let g = Generator::new();
         g.resume_above(high_water, &new);
@@ -507,7 +787,10 @@ mod tests {
         struct Sys;
         impl Clock for Sys {
             fn now_ms(&self) -> i64 {
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis() as i64
             }
             fn pause(&self, _: i64) {
                 std::hint::spin_loop();
@@ -546,10 +829,11 @@ mod tests {
         /// Whatever the clock does, the policy never issues at or below the last state.
         #[test]
         fn decide_never_goes_backwards(last_ts in 0i64..1_000_000, last_seq in 0u64..4096,
-                                       now in -10_000i64..1_010_000, wait in 0i64..100, borrow in 0i64..5000) {
+                                       now in -10_000i64..1_010_000, wait in 0i64..100, borrow in 0i64..5000,
+                                       paced in -10_000i64..1_010_000) {
             let l = layout();
             let p = Policy { max_wait: wait, max_borrow: borrow.max(wait) };
-            if let Decision::Issue { ts, seq, borrowed } = decide((last_ts, last_seq), now, FAR, &l, &p) {
+            if let Decision::Issue { ts, seq, borrowed } = decide((last_ts, last_seq), now, paced, FAR, &l, &p) {
                 prop_assert!((ts, seq) > (last_ts, last_seq));
                 prop_assert!(ts - now <= p.max_borrow.max(0));
                 prop_assert_eq!(borrowed, ts > now);

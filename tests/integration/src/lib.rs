@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 pub use postgres::{Client, NoTls};
 
 pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// Run a command as the `postgres` OS user (PostgreSQL refuses to run as root).
 pub fn as_postgres(program: &str, args: &[&str]) -> Output {
@@ -91,6 +92,36 @@ impl Cluster {
         c
     }
 
+    /// Run the server under libfaketime with a clock offset the test can change while it
+    /// runs (`set_clock_offset_ms`). Monotonic clocks stay real (PostgreSQL's timeouts).
+    pub fn with_faketime(mut self) -> Cluster {
+        let file = format!("{}/faketime.rc", self.dir.display());
+        std::fs::write(&file, "+0\n").unwrap();
+        check(Command::new("chmod").arg("644").arg(&file).output().unwrap(), "chmod");
+        self.env = vec![
+            ("LD_PRELOAD".into(), FAKETIME_LIB.into()),
+            ("FAKETIME_TIMESTAMP_FILE".into(), file),
+            ("FAKETIME_NO_CACHE".into(), "1".into()),
+            ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
+        ];
+        self
+    }
+
+    /// Shift the server's wall clock by `ms` relative to the real clock (negative: behind).
+    pub fn set_clock_offset_ms(&self, ms: i64) {
+        let text = format!(
+            "{}{}.{:03}\n",
+            if ms < 0 { "-" } else { "+" },
+            ms.abs() / 1000,
+            ms.abs() % 1000
+        );
+        let file = format!("{}/faketime.rc", self.dir.display());
+        // write and rename, so the server never reads a half-written file
+        let tmp = format!("{file}.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+    }
+
     pub fn data(&self) -> String {
         format!("{}/data", self.dir.display())
     }
@@ -119,6 +150,22 @@ impl Cluster {
             ),
             &format!("pg_ctl start ({})", self.log_tail()),
         );
+    }
+
+    /// Try to start; `Err(log tail)` when the server refuses to come up.
+    pub fn try_start(&self) -> Result<(), String> {
+        let log = format!("{}/log", self.dir.display());
+        let data = self.data();
+        let out = as_postgres_env(
+            &format!("{PG_BIN}/pg_ctl"),
+            &["-D", &data, "-l", &log, "-w", "-t", "30", "start"],
+            &self.env_refs(),
+        );
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(self.log())
+        }
     }
 
     /// `pg_ctl stop -m <mode>`.

@@ -1,0 +1,332 @@
+//! Snowflake IDs: `seqgen_snowflake()`, `seqgen_snowflake_decode()`,
+//! `seqgen_snowflake_status()`, and the shared state behind them.
+//!
+//! The generator itself (layout, clock policy, the CAS word) is `seqgen_core::snowflake`; this
+//! module puts it in shared memory, reads the real clock, and asks the worker to persist the
+//! reservation ahead of the last issued timestamp.
+
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use pgrx::datum::TimestampWithTimeZone;
+use pgrx::prelude::*;
+use seqgen_core::snowflake::{Clock, Events, Generator, Layout, NextError, Policy};
+
+use crate::error::{OrRaise, Result, SeqgenError};
+use crate::guc;
+use crate::shmem::{self, Header, WorkerStatus};
+use crate::wait::wait_for;
+
+/// Episode flags, so each clock event is logged once rather than per ID.
+const EP_BORROWING: u32 = 1;
+const EP_REFUSING: u32 = 2;
+const EP_WAITING: u32 = 4;
+
+#[repr(C)]
+pub struct SnowflakeShared {
+    pub gen: Generator,
+    /// The worker has resumed the generator above the persisted reservation.
+    pub loaded: AtomicU32,
+    /// A backend wants the reservation extended.
+    pub want: AtomicU32,
+    /// Issuing a timestamp at or above this asks the worker to extend the reservation.
+    pub refresh_at: AtomicI64,
+    /// Last time (ms since the Unix epoch) an ID was issued close to the reservation, so the
+    /// worker keeps extending it while there is traffic.
+    pub active_ms: AtomicI64,
+    /// Incremented by the worker when persisting the reservation failed.
+    pub err_seq: AtomicU32,
+    pub episodes: AtomicU32,
+    pub waits: AtomicU64,
+    pub sequence_waits: AtomicU64,
+    pub borrows: AtomicU64,
+    pub refusals: AtomicU64,
+}
+
+/// The layout, fixed at server start (the settings are postmaster-level).
+pub fn layout() -> &'static Layout {
+    static LAYOUT: OnceLock<Layout> = OnceLock::new();
+    LAYOUT.get_or_init(|| configured_layout().unwrap_or_else(|e| SeqgenError::InvalidArgument(e).raise()))
+}
+
+/// Build the layout from the settings; `Err` with a message when they are impossible.
+pub fn configured_layout() -> std::result::Result<Layout, String> {
+    let epoch = seqgen_core::snowflake::parse_epoch(&guc::snowflake_epoch())?;
+    Layout::new(
+        guc::SNOWFLAKE_TIME_BITS.get() as i64,
+        guc::SNOWFLAKE_NODE_BITS.get() as i64,
+        guc::SNOWFLAKE_SEQUENCE_BITS.get() as i64,
+        epoch,
+        guc::NODE_ID.get() as i64,
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn policy() -> Policy {
+    Policy {
+        max_wait: guc::SNOWFLAKE_MAX_WAIT.get() as i64,
+        max_borrow: guc::SNOWFLAKE_MAX_BORROW.get() as i64,
+    }
+}
+
+/// The system clock (CLOCK_REALTIME: the clock that can be set backwards).
+struct SystemClock;
+
+impl Clock for SystemClock {
+    #[inline]
+    fn now_ms(&self) -> i64 {
+        shmem::now_ms()
+    }
+
+    fn pause(&self, remaining_ms: i64) {
+        if remaining_ms <= 1 {
+            // the next millisecond is near: spin (the caller re-reads the clock)
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        } else {
+            unsafe {
+                pg_sys::pg_usleep((remaining_ms.min(10) * 1000) as std::ffi::c_long);
+            }
+            pgrx::check_for_interrupts!();
+        }
+    }
+}
+
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_snowflake() -> i64 {
+    next().or_raise()
+}
+
+/// The next snowflake ID. Steady state: a clock read and one compare-and-swap.
+#[inline]
+pub fn next() -> Result<i64> {
+    let h = shmem::header().ok_or(SeqgenError::NotPreloaded)?;
+    let sf = &h.snowflake;
+    let layout = layout();
+    loop {
+        match sf.gen.next(layout, &policy(), &SystemClock) {
+            Ok((id, ev)) => {
+                let ts = id >> (layout.node_bits + layout.seq_bits);
+                if ts >= sf.refresh_at.load(Ordering::Relaxed) {
+                    ask_for_reservation(h);
+                }
+                if ev != Events::default() || sf.episodes.load(Ordering::Relaxed) != 0 {
+                    note_events(sf, ev, layout);
+                }
+                return Ok(id);
+            }
+            Err(NextError::NeedReservation { ts }) => wait_for_reservation(h, ts)?,
+            Err(NextError::ClockBehind { behind }) => {
+                sf.refusals.fetch_add(1, Ordering::Relaxed);
+                if sf.episodes.fetch_or(EP_REFUSING, Ordering::AcqRel) & EP_REFUSING == 0 {
+                    log!("pg_seqgen: the clock is {behind} ms behind the last snowflake timestamp, beyond seqgen.snowflake_max_borrow; refusing until it catches up");
+                }
+                return Err(SeqgenError::ClockBehind { behind });
+            }
+            Err(NextError::TimeExhausted) => return Err(SeqgenError::SnowflakeTimeExhausted),
+            Err(NextError::BeforeEpoch) => return Err(SeqgenError::BeforeEpoch),
+        }
+    }
+}
+
+fn ask_for_reservation(h: &Header) {
+    let sf = &h.snowflake;
+    sf.active_ms.store(shmem::now_ms(), Ordering::Relaxed);
+    if sf.want.swap(1, Ordering::AcqRel) == 0 {
+        h.ring();
+    }
+}
+
+/// Counters and once-per-episode log lines for clock events.
+#[cold]
+fn note_events(sf: &SnowflakeShared, ev: Events, layout: &Layout) {
+    if ev.waited_overflow {
+        sf.sequence_waits.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut set = 0;
+    if ev.waited_behind {
+        sf.waits.fetch_add(1, Ordering::Relaxed);
+        set |= EP_WAITING;
+    }
+    if ev.borrowed {
+        sf.borrows.fetch_add(1, Ordering::Relaxed);
+        set |= EP_BORROWING;
+    }
+    let lag = lag_ms(sf, layout);
+    let before = if set != 0 {
+        sf.episodes.fetch_or(set, Ordering::AcqRel)
+    } else {
+        sf.episodes.load(Ordering::Acquire)
+    };
+    if set & EP_WAITING != 0 && before & EP_WAITING == 0 {
+        log!("pg_seqgen: the clock moved back; waiting for it to catch up (seqgen.snowflake_max_wait)");
+    }
+    if set & EP_BORROWING != 0 && before & EP_BORROWING == 0 {
+        log!("pg_seqgen: the clock is {lag} ms behind the last snowflake timestamp; borrowing time");
+    }
+    // an ID issued at the clock's own time ends every episode
+    if set == 0 && lag == 0 && before != 0 && sf.episodes.swap(0, Ordering::AcqRel) != 0 {
+        log!("pg_seqgen: the clock has caught up with the last snowflake timestamp");
+    }
+}
+
+/// How far the last issued timestamp is ahead of the clock, in ms (0 when it is not).
+fn lag_ms(sf: &SnowflakeShared, layout: &Layout) -> i64 {
+    let (last_ts, _) = sf.gen.last(layout);
+    (last_ts + layout.epoch_ms - shmem::now_ms()).max(0)
+}
+
+/// The reservation must be extended before `ts` can be issued: ask the worker and wait.
+#[cold]
+#[inline(never)]
+fn wait_for_reservation(h: &'static Header, ts: i64) -> Result<()> {
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return Err(SeqgenError::HotStandby);
+    }
+    let sf = &h.snowflake;
+    let err_before = sf.err_seq.load(Ordering::Acquire);
+    sf.active_ms.store(shmem::now_ms(), Ordering::Relaxed);
+    sf.want.store(1, Ordering::Release);
+    h.ring();
+    let timeout = guc::ALLOCATION_TIMEOUT.get();
+    let outcome = wait_for(h, timeout, || {
+        if sf.loaded.load(Ordering::Acquire) != 0 && sf.gen.reserved() > ts {
+            return Some(Ok(()));
+        }
+        if sf.err_seq.load(Ordering::Acquire) != err_before {
+            return Some(Err(SeqgenError::CatalogMissing(guc::database_name())));
+        }
+        if h.worker_status() != WorkerStatus::Running && sf.loaded.load(Ordering::Acquire) == 0 {
+            // give a starting worker a moment, as the segment path does
+            return None;
+        }
+        None
+    });
+    match outcome {
+        Some(r) => r,
+        None if h.worker_status() != WorkerStatus::Running => Err(SeqgenError::WorkerNotRunning),
+        None => Err(SeqgenError::Timeout {
+            tag: "snowflake reservation".into(),
+            ms: timeout,
+        }),
+    }
+}
+
+/// Worker side: should the reservation be loaded or extended this cycle?
+pub fn worker_wants(h: &Header, now_ms: i64, periodic: bool) -> Option<SnowflakeJob> {
+    let sf = &h.snowflake;
+    if sf.loaded.load(Ordering::Acquire) == 0 {
+        // load when asked, or once a second until it succeeds
+        let asked = sf.want.swap(0, Ordering::AcqRel) != 0;
+        return (asked || periodic).then_some(SnowflakeJob::Load);
+    }
+    let asked = sf.want.swap(0, Ordering::AcqRel) != 0;
+    // keep the reservation ahead while IDs are being issued (or were in the last minute)
+    let recent = now_ms - sf.active_ms.load(Ordering::Relaxed) < 60_000;
+    let layout = layout();
+    let now_ts = now_ms - layout.epoch_ms;
+    let behind_refresh = now_ts >= sf.refresh_at.load(Ordering::Relaxed);
+    (asked || (recent && behind_refresh)).then_some(SnowflakeJob::Extend)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnowflakeJob {
+    /// Read the persisted reservation and resume above it (once per server start).
+    Load,
+    /// Persist a reservation further ahead.
+    Extend,
+}
+
+/// Worker side: the reservation to persist, as the first unreserved timestamp.
+pub fn next_reservation(h: &Header, now_ms: i64) -> i64 {
+    let layout = layout();
+    let (last_ts, _) = h.snowflake.gen.last(layout);
+    let base = (now_ms - layout.epoch_ms)
+        .max(last_ts + 1)
+        .max(h.snowflake.gen.reserved());
+    base + guc::SNOWFLAKE_RESERVE.get() as i64
+}
+
+/// Worker side, after the reservation `ts` is durably committed.
+pub fn publish_reservation(h: &Header, ts: i64) {
+    let sf = &h.snowflake;
+    sf.gen.extend_reservation(ts);
+    sf.refresh_at
+        .store(ts - (guc::SNOWFLAKE_RESERVE.get() as i64 / 2).max(1), Ordering::Release);
+}
+
+/// Worker side, after reading the persisted high-water ID at start-up.
+pub fn resume(h: &Header, high_water_id: i64) {
+    let sf = &h.snowflake;
+    sf.gen.resume_above(high_water_id, layout());
+    sf.refresh_at.store(i64::MIN, Ordering::Release);
+    sf.loaded.store(1, Ordering::Release);
+}
+
+/// Worker side: persisting failed.
+pub fn report_failure(h: &Header) {
+    h.snowflake.err_seq.fetch_add(1, Ordering::AcqRel);
+}
+
+#[pg_extern(stable, parallel_safe)]
+fn seqgen_snowflake_decode(
+    id: i64,
+) -> TableIterator<
+    'static,
+    (
+        name!(ts, TimestampWithTimeZone),
+        name!(node_id, i32),
+        name!(sequence, i32),
+    ),
+> {
+    let layout = layout();
+    let d = layout
+        .decode(id)
+        .ok_or_else(|| SeqgenError::InvalidArgument(format!("a snowflake ID is never negative, got {id}")))
+        .or_raise();
+    TableIterator::once((to_timestamptz(d.unix_ms), d.node_id as i32, d.seq as i32))
+}
+
+fn to_timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
+    // PostgreSQL timestamps count microseconds since 2000-01-01
+    const PG_EPOCH_MS: i64 = 946_684_800_000;
+    let micros = (unix_ms - PG_EPOCH_MS) * 1000;
+    TimestampWithTimeZone::try_from(micros)
+        .unwrap_or_else(|_| SeqgenError::InvalidArgument(format!("timestamp {unix_ms} ms is out of range")).raise())
+}
+
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn seqgen_snowflake_status() -> TableIterator<
+    'static,
+    (
+        name!(node_id, i32),
+        name!(last_ts, Option<TimestampWithTimeZone>),
+        name!(last_sequence, i64),
+        name!(reserved_until, Option<TimestampWithTimeZone>),
+        name!(lag_ms, i64),
+        name!(waits, i64),
+        name!(sequence_waits, i64),
+        name!(borrows, i64),
+        name!(refusals, i64),
+    ),
+> {
+    let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
+    let sf = &h.snowflake;
+    let layout = layout();
+    let loaded = sf.loaded.load(Ordering::Acquire) != 0;
+    let (last_ts, last_seq) = sf.gen.last(layout);
+    let reserved = sf.gen.reserved();
+    TableIterator::once((
+        layout.node_id as i32,
+        (loaded && last_ts > 0).then(|| to_timestamptz(last_ts + layout.epoch_ms)),
+        last_seq as i64,
+        (loaded && reserved > 0).then(|| to_timestamptz(reserved + layout.epoch_ms)),
+        lag_ms(sf, layout),
+        sf.waits.load(Ordering::Relaxed) as i64,
+        sf.sequence_waits.load(Ordering::Relaxed) as i64,
+        sf.borrows.load(Ordering::Relaxed) as i64,
+        sf.refusals.load(Ordering::Relaxed) as i64,
+    ))
+}

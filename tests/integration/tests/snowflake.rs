@@ -1,0 +1,362 @@
+//! Snowflake IDs under real concurrency and a real clock moving backwards (libfaketime), and
+//! restarts with the clock behind. Every test counts duplicates.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use seqgen_integration::*;
+
+/// The default layout: 41 bits of ms since 2024-01-01, 10 node bits, 12 sequence bits.
+const EPOCH_MS: i64 = 1_704_067_200_000;
+
+fn decode(id: i64) -> (i64, i64, i64) {
+    ((id >> 22) + EPOCH_MS, (id >> 12) & 1023, id & 4095)
+}
+
+fn server_ms(c: &mut Client) -> i64 {
+    c.query_one("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8", &[])
+        .unwrap()
+        .get(0)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Status {
+    waits: i64,
+    borrows: i64,
+    refusals: i64,
+    lag_ms: i64,
+}
+
+fn status(c: &mut Client) -> Status {
+    let r = c
+        .query_one(
+            "SELECT waits, borrows, refusals, lag_ms FROM seqgen_snowflake_status()",
+            &[],
+        )
+        .unwrap();
+    Status {
+        waits: r.get(0),
+        borrows: r.get(1),
+        refusals: r.get(2),
+        lag_ms: r.get(3),
+    }
+}
+
+/// 8 sessions, 500,000 IDs: all unique, strictly increasing within each session, carrying the
+/// configured node id and a time within a second of the server's clock.
+#[test]
+fn concurrent_sessions_get_unique_increasing_ids() {
+    let c = Cluster::init("sf_concurrency", 56201, &["seqgen.node_id = 42"]);
+    c.start();
+    c.sql("CREATE EXTENSION pg_seqgen;");
+    let conninfo = c.conninfo("postgres");
+    let results = on_threads(8, move |_| {
+        let mut cl = Client::connect(&conninfo, NoTls).unwrap();
+        let mut got = Vec::with_capacity(62_500);
+        let mut worst_skew = 0i64;
+        for _ in 0..25 {
+            let before = server_ms(&mut cl);
+            let rows = cl
+                .query("SELECT seqgen_snowflake() FROM generate_series(1, 2500)", &[])
+                .unwrap();
+            let after = server_ms(&mut cl);
+            for r in rows {
+                let id: i64 = r.get(0);
+                let (ms, node, _) = decode(id);
+                assert_eq!(node, 42, "node id of {id}");
+                worst_skew = worst_skew.max(before - ms).max(ms - after);
+                got.push(id);
+            }
+        }
+        (got, worst_skew)
+    });
+    let mut l = Ledger::default();
+    let mut worst = 0;
+    for (got, skew) in results {
+        assert!(
+            got.windows(2).all(|w| w[0] < w[1]),
+            "a session's IDs are not strictly increasing"
+        );
+        worst = worst.max(skew);
+        l.add(got);
+    }
+    assert_eq!(l.total, 500_000);
+    l.assert_unique("8 sessions, snowflake");
+    println!("largest distance between an ID's time and the server clock: {worst} ms");
+    assert!(worst < 1000, "an ID's time is {worst} ms away from the server clock");
+    // seqgen_snowflake_decode agrees with the layout
+    let mut cl = c.connect();
+    let id: i64 = cl.query_one("SELECT seqgen_snowflake()", &[]).unwrap().get(0);
+    let r = cl
+        .query_one(
+            "SELECT (extract(epoch FROM ts) * 1000)::int8, node_id, sequence FROM seqgen_snowflake_decode($1)",
+            &[&id],
+        )
+        .unwrap();
+    let (ms, node, seq) = decode(id);
+    assert_eq!(
+        (r.get::<_, i64>(0), r.get::<_, i32>(1) as i64, r.get::<_, i32>(2) as i64),
+        (ms, node, seq)
+    );
+}
+
+/// Background load that records every ID and every error.
+struct Load {
+    stop: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<(Vec<i64>, Vec<String>)>>,
+    served: Arc<Mutex<usize>>,
+}
+
+impl Load {
+    fn start(c: &Cluster, sessions: usize) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let served = Arc::new(Mutex::new(0));
+        let handles = (0..sessions)
+            .map(|_| {
+                let (conninfo, stop, served) = (c.conninfo("postgres"), stop.clone(), served.clone());
+                std::thread::spawn(move || {
+                    let mut cl = Client::connect(&conninfo, NoTls).unwrap();
+                    let (mut got, mut errors) = (vec![], vec![]);
+                    while !stop.load(Ordering::Relaxed) {
+                        match cl.query("SELECT seqgen_snowflake() FROM generate_series(1, 200)", &[]) {
+                            Ok(rows) => {
+                                got.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+                                *served.lock().unwrap() += rows.len();
+                            }
+                            Err(e) => {
+                                errors.push(sqlstate(&e).unwrap_or_else(|| e.to_string()));
+                                std::thread::sleep(Duration::from_millis(5));
+                            }
+                        }
+                    }
+                    (got, errors)
+                })
+            })
+            .collect();
+        Load { stop, handles, served }
+    }
+
+    fn served(&self) -> usize {
+        *self.served.lock().unwrap()
+    }
+
+    /// Wait until at least `n` more IDs have been served (the load is flowing again).
+    fn wait_for_progress(&self, n: usize, within: Duration) -> bool {
+        let start = self.served();
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.served() >= start + n {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    fn finish(self) -> (Vec<Vec<i64>>, Vec<String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut ids = vec![];
+        let mut errors = vec![];
+        for h in self.handles {
+            let (g, e) = h.join().unwrap();
+            ids.push(g);
+            errors.extend(e);
+        }
+        (ids, errors)
+    }
+}
+
+/// Under load, the server clock steps back by 3 ms (waited out), 50 ms (borrowed), 3 s
+/// (refused until the clock is within the 2 s borrow limit, then borrowed) and 10 minutes
+/// (refused until the clock is set right). No ID is ever issued twice, every session's IDs
+/// keep increasing, and each clock event is logged once, not per ID.
+#[test]
+fn clock_steps_back_under_load() {
+    let c = Cluster::init("sf_clock", 56202, &["seqgen.node_id = 5"]).with_faketime();
+    c.start();
+    c.sql("CREATE EXTENSION pg_seqgen;");
+    let mut admin = c.connect();
+    let load = Load::start(&c, 4);
+    assert!(
+        load.wait_for_progress(20_000, Duration::from_secs(20)),
+        "no load:\n{}",
+        c.log_tail()
+    );
+    let s0 = status(&mut admin);
+
+    // 3 ms back: within seqgen.snowflake_max_wait (5 ms): waited out, not borrowed
+    c.set_clock_offset_ms(-3);
+    assert!(load.wait_for_progress(5_000, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(100));
+    let s1 = status(&mut admin);
+    println!("after 3 ms back: {s1:?}");
+    assert!(s1.waits > s0.waits, "a 3 ms step back was not waited out");
+    assert_eq!((s1.borrows, s1.refusals), (s0.borrows, s0.refusals));
+
+    // 50 ms back: borrowed (issued from the last timestamp), nothing refused
+    c.set_clock_offset_ms(-53);
+    assert!(load.wait_for_progress(5_000, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(100));
+    let s2 = status(&mut admin);
+    println!("after 50 ms back: {s2:?}");
+    assert!(s2.borrows > s1.borrows, "a 50 ms step back was not borrowed");
+    assert_eq!(s2.refusals, s1.refusals);
+
+    // 3 s back: beyond the 2 s borrow limit: refused, then borrowed once within it, then normal
+    c.set_clock_offset_ms(-3053);
+    std::thread::sleep(Duration::from_millis(400));
+    let s3 = status(&mut admin);
+    println!("after 3 s back: {s3:?}");
+    assert!(s3.refusals > s2.refusals, "a 3 s step back was not refused");
+    assert!(
+        load.wait_for_progress(20_000, Duration::from_secs(10)),
+        "IDs did not resume after 3 s back"
+    );
+    let s4 = status(&mut admin);
+    assert!(s4.borrows > s3.borrows);
+
+    // 10 minutes back: refused until the clock is set right
+    let refused_before = status(&mut admin).refusals;
+    c.set_clock_offset_ms(-603_053);
+    std::thread::sleep(Duration::from_millis(1500));
+    let s5 = status(&mut admin);
+    println!("after 10 min back: {s5:?}");
+    assert!(
+        s5.refusals > refused_before + 10,
+        "a 10 minute step back was not refused"
+    );
+    assert!(s5.lag_ms > 590_000, "lag {} ms", s5.lag_ms);
+    c.set_clock_offset_ms(0);
+    assert!(
+        load.wait_for_progress(20_000, Duration::from_secs(10)),
+        "IDs did not resume once the clock was right"
+    );
+
+    let (per_session, errors) = load.finish();
+    let mut l = Ledger::default();
+    for got in per_session {
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "a session's IDs went backwards");
+        l.add(got);
+    }
+    l.assert_unique("clock stepped back 3 ms, 50 ms, 3 s and 10 min under load");
+    assert!(
+        errors.iter().all(|e| e == "58000"),
+        "unexpected errors: {:?}",
+        &errors[..errors.len().min(5)]
+    );
+    println!("{} calls refused with 58000", errors.len());
+    // logged once per episode, not once per ID
+    let log = c.log();
+    let borrow_lines = log.matches("borrowing time").count();
+    let refuse_lines = log.matches("refusing until it catches up").count();
+    println!("log lines: {borrow_lines} borrowing, {refuse_lines} refusing");
+    assert!((1..=6).contains(&borrow_lines) && (1..=6).contains(&refuse_lines));
+}
+
+/// Restart (after an immediate shutdown) with the clock 2 s behind, then 10 minutes behind:
+/// IDs resume above everything issued before, whatever the clock says. 2 s behind is bridged
+/// by borrowing (after a short refusal while the reservation is more than 2 s ahead); 10
+/// minutes behind is refused until the clock is right.
+#[test]
+fn restart_with_the_clock_behind() {
+    let c = Cluster::init("sf_restart", 56203, &["seqgen.node_id = 3"]).with_faketime();
+    c.start();
+    c.sql("CREATE EXTENSION pg_seqgen;");
+    let mut l = Ledger::default();
+    let draw = |c: &Cluster, l: &mut Ledger, rounds: usize| {
+        let mut cl = c.connect();
+        for _ in 0..rounds {
+            let rows = cl
+                .query("SELECT seqgen_snowflake() FROM generate_series(1, 1000)", &[])
+                .unwrap();
+            l.add(rows.iter().map(|r| r.get::<_, i64>(0)));
+        }
+    };
+    draw(&c, &mut l, 50);
+    let before = l.max().unwrap();
+
+    // 2 seconds behind
+    c.stop("immediate");
+    c.set_clock_offset_ms(-2000);
+    c.start();
+    let mut cl = c.connect();
+    let (mut refused, mut first_ok) = (0, None);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        match cl.query_one("SELECT seqgen_snowflake()", &[]) {
+            Ok(r) => {
+                first_ok = Some(r.get::<_, i64>(0));
+                break;
+            }
+            Err(e) => {
+                assert_eq!(sqlstate(&e).as_deref(), Some("58000"), "{e}");
+                refused += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    let first_ok = first_ok.expect("IDs never resumed with the clock 2 s behind");
+    let s = status(&mut cl);
+    println!("restart 2 s behind: {refused} calls refused first, then {s:?}");
+    assert!(first_ok > before);
+    assert!(s.borrows > 0, "the first IDs after the restart should be borrowed");
+    l.add([first_ok]);
+    draw(&c, &mut l, 20);
+
+    // 10 minutes behind: refused, whatever the retries, until the clock is right
+    let before = l.max().unwrap();
+    c.stop("immediate");
+    c.set_clock_offset_ms(-600_000);
+    c.start();
+    let mut cl = c.connect();
+    for _ in 0..20 {
+        let e = cl
+            .query_one("SELECT seqgen_snowflake()", &[])
+            .expect_err("issued with the clock 10 min behind");
+        assert_eq!(sqlstate(&e).as_deref(), Some("58000"), "{e}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.set_clock_offset_ms(0);
+    let after: i64 = cl.query_one("SELECT seqgen_snowflake()", &[]).unwrap().get(0);
+    assert!(after > before);
+    l.add([after]);
+    draw(&c, &mut l, 20);
+    l.assert_unique("restarts with the clock 2 s and 10 min behind");
+}
+
+/// Impossible layouts stop the server at start-up with the reason in the log.
+#[test]
+fn impossible_layouts_refuse_to_start() {
+    for (i, (conf, expect)) in [
+        ("seqgen.snowflake_sequence_bits = 13", "must sum to 63"),
+        ("seqgen.node_id = 1024", "does not fit in 10 node bits"),
+        ("seqgen.snowflake_epoch = 'next tuesday'", "invalid snowflake epoch"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let c = Cluster::init(&format!("sf_layout_{i}"), 56210 + i as u16, &[conf]);
+        let log = c.try_start().expect_err(conf);
+        assert!(log.contains(expect), "{conf}: log does not say '{expect}':\n{log}");
+    }
+    // a consistent custom layout starts
+    let c = Cluster::init(
+        "sf_layout_ok",
+        56219,
+        &[
+            "seqgen.snowflake_time_bits = 43",
+            "seqgen.snowflake_node_bits = 8",
+            "seqgen.snowflake_sequence_bits = 12",
+            "seqgen.node_id = 255",
+        ],
+    );
+    c.start();
+    c.sql("CREATE EXTENSION pg_seqgen;");
+    let node: i32 = c
+        .connect()
+        .query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(node, 255);
+}
