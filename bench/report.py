@@ -12,6 +12,7 @@ single = {}
 for line in open(os.path.join(out, "single.tsv")):
     q, ms = line.rstrip("\n").split("\t")
     single[q] = float(ms)
+ids_per_ms = single.pop("snowflake_ids_per_ms")
 
 
 def per_row(fragment, n=rows):
@@ -52,9 +53,18 @@ for label, frag in [("`abs(g)` (the per-row floor)", "abs(g)"),
                     ("`nextval('s')`, default sequence", "nextval('s')"),
                     ("`nextval('s_cache')`, `CACHE 1000`", "s_cache"),
                     ("`gen_random_uuid()`", "gen_random_uuid"),
-                    ("`seqgen_next('b')`", "seqgen_next('b')")]:
+                    ("`seqgen_next('b')`", "seqgen_next('b')"),
+                    ("`seqgen_snowflake()`", "seqgen_snowflake()")]:
     ns = per_row(frag)
     print(f"| {label} | {ns:.0f} | {ns / floor:.2f}x |")
+print()
+ceiling = 4096.0
+floor_per_ms = 1e6 / floor  # rows per ms at the abs(g) floor
+target = min(ceiling, floor_per_ms)
+wall_per_ms = 1e6 / per_row("seqgen_snowflake()")
+print(f"Snowflake rate, 12 sequence bits (ceiling {ceiling:.0f} IDs/ms; floor rate {floor_per_ms:,.0f} rows/ms): "
+      f"{ids_per_ms:,.0f} IDs/ms while generating (from the IDs' timestamps) = {ids_per_ms / target:.1%} of the lower; "
+      f"{wall_per_ms:,.0f} IDs/ms wall clock including the query's fixed cost = {wall_per_ms / target:.1%}.")
 print()
 gs = per_row("FROM generate_series(1, 1000000)", 1_000_000)
 bt = per_row("seqgen_next_batch", 1_000_000)
@@ -72,6 +82,7 @@ for label, name in [("`SELECT 1`", "select1"),
                     ("`SELECT nextval('s')`", "nextval"),
                     ("`SELECT gen_random_uuid()`", "uuid"),
                     ("`SELECT seqgen_next('b')` (step 1000, adaptive)", "seqgen_next"),
+                    ("`SELECT seqgen_snowflake()`", "snowflake"),
                     ("`SELECT seqgen_next('p')` (step 100, adaptive off)", "seqgen_next_step100")]:
     tps, p99, p999 = pgbench(name)
     print(f"| {label} | {tps:,.0f} | {tps / base[0]:.2f}x | {p99} | {p999} | {p999 / base[2]:.2f}x |")

@@ -48,6 +48,7 @@ pgbench_run select1 "SELECT 1;"
 pgbench_run nextval "SELECT nextval('s');"
 pgbench_run uuid "SELECT gen_random_uuid();"
 pgbench_run seqgen_next "SELECT seqgen_next('b');"
+pgbench_run snowflake "SELECT seqgen_snowflake();"
 set_adaptive off
 pgbench_run seqgen_next_step100 "SELECT seqgen_next('p');"
 set_adaptive on

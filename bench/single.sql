@@ -5,6 +5,13 @@ SELECT * FROM bench_median(ARRAY[
     format('SELECT count(nextval(''s_cache'')) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(gen_random_uuid()) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_next(''b'')) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(seqgen_snowflake()) FROM generate_series(1, %s) g', :rows),
     'SELECT count(*) FROM generate_series(1, 1000000)',
     'SELECT count(*) FROM seqgen_next_batch(''b'', 1000000)'
 ], 5);
+
+-- Snowflake: IDs per millisecond while generating, from the IDs' own timestamps (the
+-- generator's rate without the query's fixed cost), against the layout's ceiling.
+SELECT 'snowflake_ids_per_ms',
+       count(*)::float8 / ((max(id) >> 22) - (min(id) >> 22) + 1)
+  FROM (SELECT seqgen_snowflake() AS id FROM generate_series(1, :rows)) s;
