@@ -91,6 +91,49 @@ CREATE TRIGGER snowflake_guard BEFORE UPDATE OR DELETE ON seqgen.snowflake
 CREATE TRIGGER snowflake_no_truncate BEFORE TRUNCATE ON seqgen.snowflake
     FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
 
+-- Order numbers: one row per tag with a template. period_key is the latest period a block
+-- was reserved for (its local start, in seconds since 1970-01-01 in the template's time zone)
+-- and period_max the highest counter value reserved in it. Older periods are never used again
+-- (the period never moves backwards), so their state is overwritten in place and the table
+-- does not grow.
+CREATE TABLE seqgen.template (
+    biz_tag     pg_catalog.text PRIMARY KEY REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
+    template    pg_catalog.text NOT NULL,
+    time_zone   pg_catalog.text NOT NULL,
+    period_key  pg_catalog.int8 NOT NULL DEFAULT -9223372036854775808,
+    period_max  pg_catalog.int8 NOT NULL DEFAULT 0,
+    update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE seqgen.template IS
+    'pg_seqgen order-number templates and their counters; (period_key, period_max) never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.template', '');
+
+CREATE FUNCTION seqgen.template_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag THEN
+        RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF NEW.period_key OPERATOR(pg_catalog.<) OLD.period_key
+       OR (NEW.period_key OPERATOR(pg_catalog.=) OLD.period_key
+           AND NEW.period_max OPERATOR(pg_catalog.<) OLD.period_max) THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%" cannot go back', OLD.biz_tag
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Lowering period_key or period_max would issue order numbers again.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER template_guard BEFORE UPDATE ON seqgen.template
+    FOR EACH ROW EXECUTE FUNCTION seqgen.template_guard();
+CREATE TRIGGER template_no_truncate BEFORE TRUNCATE ON seqgen.template
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+
 REVOKE ALL ON SCHEMA seqgen FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.alloc FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.snowflake FROM PUBLIC;
+REVOKE ALL ON TABLE seqgen.template FROM PUBLIC;

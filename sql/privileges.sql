@@ -1,5 +1,5 @@
--- Nothing is callable by PUBLIC: grant what each role needs, e.g. for an application role
--- that only draws IDs:
+-- Nothing that draws IDs or changes the catalog is callable by PUBLIC: grant what each role
+-- needs, e.g. for an application role that only draws IDs:
 --   GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer) TO app;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text) FROM PUBLIC;
@@ -8,5 +8,9 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_next_batch(pg_catalog.text, pg_catalog
 REVOKE ALL ON FUNCTION @extschema@.seqgen_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_alloc_deleted() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_decode(pg_catalog.int8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_template_changed() FROM PUBLIC;
+-- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
+-- seqgen_snowflake_decode): they read no state and can be used in CHECK constraints.

@@ -1,3 +1,7 @@
 -- Retire a tag's shared-memory slot when the deletion of its catalog row commits.
 CREATE TRIGGER alloc_deleted AFTER DELETE ON seqgen.alloc
     FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_alloc_deleted();
+
+-- Read a tag's template again when a change to it commits (not on counter updates).
+CREATE TRIGGER template_changed AFTER INSERT OR DELETE OR UPDATE OF template, time_zone ON seqgen.template
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_template_changed();

@@ -5,6 +5,7 @@ use pgrx::pg_sys::{PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
 use seqgen_core::adaptive::{reserve, Reservation};
+use seqgen_core::template::{self, counter_block, CounterBlock};
 
 /// What reserving values for a tag came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +25,7 @@ pub enum Reserve {
 const LOCK_ROW: &str = "SELECT max_id, step FROM seqgen.alloc \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED";
 const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const TAG_STEP: &str = "SELECT step FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 
@@ -32,13 +34,37 @@ const SNOWFLAKE_WRITE: &str = "INSERT INTO seqgen.snowflake (singleton, reserved
      ON CONFLICT (singleton) DO UPDATE \
      SET reserved_id = GREATEST(seqgen.snowflake.reserved_id, EXCLUDED.reserved_id)";
 
+const TEMPLATE_READ: &str = "SELECT template, time_zone FROM seqgen.template WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const ORDER_LOCK: &str = "SELECT t.period_key, t.period_max, a.step, t.template \
+     FROM seqgen.template t JOIN seqgen.alloc a ON a.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
+     WHERE t.biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE OF t SKIP LOCKED";
+const ORDER_EXISTS: &str = "SELECT true FROM seqgen.template WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const ORDER_SET: &str = "UPDATE seqgen.template SET period_key = $2, period_max = $3 \
+     WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+
+/// What reserving a block of order-number counter values came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderReserve {
+    Done(CounterBlock),
+    /// The tag has no template.
+    Missing,
+    Locked,
+    /// The period's counter is full.
+    Overflow(i64),
+}
+
 /// The worker's statements, planned once and kept across transactions (SPI_keepplan).
 pub struct Plans {
     lock_row: OwnedPreparedStatement,
     row_exists: OwnedPreparedStatement,
     set_max_id: OwnedPreparedStatement,
+    tag_step: OwnedPreparedStatement,
     snowflake_read: OwnedPreparedStatement,
     snowflake_write: OwnedPreparedStatement,
+    template_read: OwnedPreparedStatement,
+    order_lock: OwnedPreparedStatement,
+    order_exists: OwnedPreparedStatement,
+    order_set: OwnedPreparedStatement,
 }
 
 impl Plans {
@@ -49,19 +75,70 @@ impl Plans {
             lock_row: client.prepare_mut(LOCK_ROW, &[text])?.keep(),
             row_exists: client.prepare(ROW_EXISTS, &[text])?.keep(),
             set_max_id: client.prepare_mut(SET_MAX_ID, &[text, int8])?.keep(),
+            tag_step: client.prepare(TAG_STEP, &[text])?.keep(),
             snowflake_read: client.prepare(SNOWFLAKE_READ, &[])?.keep(),
             snowflake_write: client.prepare_mut(SNOWFLAKE_WRITE, &[int8])?.keep(),
+            template_read: client.prepare(TEMPLATE_READ, &[text])?.keep(),
+            order_lock: client.prepare_mut(ORDER_LOCK, &[text])?.keep(),
+            order_exists: client.prepare(ORDER_EXISTS, &[text])?.keep(),
+            order_set: client.prepare_mut(ORDER_SET, &[text, int8, int8])?.keep(),
         })
+    }
+
+    /// A tag's template and time zone, if it has one.
+    pub fn template_read(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(String, String)>> {
+        let t = client.select(&self.template_read, Some(1), &[tag.into()])?;
+        if t.is_empty() {
+            return Ok(None);
+        }
+        let (text, zone) = t.first().get_two::<String, String>()?;
+        Ok(Some((text.unwrap_or_default(), zone.unwrap_or_default())))
+    }
+
+    /// Reserve the next block of order-number counter values for `tag`, for period `want`
+    /// or (never earlier than) the stored period. Never blocks on a row lock.
+    pub fn order_block(
+        &self,
+        client: &mut SpiClient<'_>,
+        tag: &str,
+        want: i64,
+        size: impl FnOnce(i64) -> i64,
+    ) -> spi::Result<OrderReserve> {
+        let row = client.update(&self.order_lock, Some(1), &[tag.into()])?;
+        if row.is_empty() {
+            let exists = client.select(&self.order_exists, Some(1), &[tag.into()])?;
+            return Ok(if exists.is_empty() { OrderReserve::Missing } else { OrderReserve::Locked });
+        }
+        let row = row.first();
+        let period: i64 = row.get(1)?.unwrap_or(i64::MIN);
+        let max: i64 = row.get(2)?.unwrap_or(0);
+        let step: i32 = row.get(3)?.unwrap_or(1);
+        let text: String = row.get(4)?.unwrap_or_default();
+        let Ok(t) = template::parse(&text) else {
+            return Ok(OrderReserve::Missing);
+        };
+        match counter_block((period, max), want, size(step as i64), t.capacity()) {
+            Ok(block) => {
+                client.update(&self.order_set, None, &[tag.into(), block.period.into(), block.end.into()])?;
+                Ok(OrderReserve::Done(block))
+            }
+            Err(o) => Ok(OrderReserve::Overflow(o.period)),
+        }
+    }
+
+    /// The configured step of `tag`, if it exists (committed).
+    pub fn tag_step(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<i64>> {
+        let t = client.select(&self.tag_step, Some(1), &[tag.into()])?;
+        if t.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(t.first().get_one::<i32>()?.unwrap_or(1) as i64))
     }
 
     /// The persisted snowflake high-water ID (every ID issued before is below it).
     pub fn snowflake_read(&self, client: &SpiClient<'_>) -> spi::Result<i64> {
         let t = client.select(&self.snowflake_read, Some(1), &[])?;
-        Ok(if t.is_empty() {
-            0
-        } else {
-            t.first().get_one::<i64>()?.unwrap_or(0)
-        })
+        Ok(if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) })
     }
 
     /// Persist a snowflake high-water ID (never lowers it).
@@ -81,11 +158,7 @@ impl Plans {
         let row = client.update(&self.lock_row, Some(1), &[tag.into()])?;
         if row.is_empty() {
             let exists = client.select(&self.row_exists, Some(1), &[tag.into()])?;
-            return Ok(if exists.is_empty() {
-                Reserve::Missing
-            } else {
-                Reserve::Locked
-            });
+            return Ok(if exists.is_empty() { Reserve::Missing } else { Reserve::Locked });
         }
         let (max_id, step) = row.first().get_two::<i64, i32>()?;
         let (max_id, step) = (max_id.unwrap_or(0), step.unwrap_or(1) as i64);
@@ -100,11 +173,7 @@ impl Plans {
 /// The OID of the catalog table in the current database, if the extension is installed.
 pub fn catalog_oid(client: &SpiClient<'_>) -> spi::Result<Option<u32>> {
     let oid = client
-        .select(
-            "SELECT pg_catalog.to_regclass('seqgen.alloc')::pg_catalog.oid",
-            Some(1),
-            &[],
-        )?
+        .select("SELECT pg_catalog.to_regclass('seqgen.alloc')::pg_catalog.oid", Some(1), &[])?
         .first()
         .get_one::<pg_sys::Oid>()?;
     Ok(oid.map(|o| o.to_u32()))

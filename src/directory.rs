@@ -1,7 +1,6 @@
 //! Backend side of the tag directory: resolving a tag to its shared-memory slot, asking the
 //! worker to load tags and reserve ranges, and retiring the slot of a deleted tag.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -11,6 +10,7 @@ use pgrx::prelude::*;
 
 use crate::error::{check_tag, Result, SeqgenError};
 use crate::guc;
+use crate::local::BackendLocal;
 use crate::shmem::{self, Header, Mailbox, TagSlot};
 use crate::wait::wait_for;
 
@@ -23,6 +23,8 @@ pub mod code {
     pub const LOCKED: u32 = 4;
     pub const CATALOG_MISSING: u32 = 5;
     pub const INTERNAL: u32 = 6;
+    pub const NO_TEMPLATE: u32 = 7;
+    pub const OVERFLOW: u32 = 8;
 }
 
 /// A resolved tag: its slot and the generation the slot had when resolved. A draw is valid
@@ -33,26 +35,22 @@ pub struct Resolved {
     pub gen: u64,
 }
 
+#[derive(Default)]
 struct Cache {
     /// The last tag resolved, for the common `seqgen_next('same tag')` per row.
     last: Option<(Box<str>, Resolved)>,
     map: HashMap<Box<str>, Resolved>,
 }
 
-thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new(Cache { last: None, map: HashMap::new() });
-}
+static CACHE: BackendLocal<Cache> = BackendLocal::new();
 
 /// Resolve `tag` to its slot, loading it through the worker on first use.
 #[inline]
 pub fn resolve(tag: &str) -> Result<Resolved> {
-    let hit = CACHE.with(|c| {
-        let c = c.borrow();
-        match &c.last {
-            Some((name, r)) if &**name == tag => Some(*r),
-            _ => None,
-        }
-    });
+    let hit = match &CACHE.get().last {
+        Some((name, r)) if &**name == tag => Some(*r),
+        _ => None,
+    };
     match hit {
         Some(r) => Ok(r),
         None => resolve_slow(tag),
@@ -61,18 +59,17 @@ pub fn resolve(tag: &str) -> Result<Resolved> {
 
 /// Forget a cached resolution (its slot changed generation).
 pub fn forget(tag: &str) {
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        c.map.remove(tag);
-        if matches!(&c.last, Some((n, _)) if &**n == tag) {
-            c.last = None;
-        }
-    });
+    let mut c = CACHE.get();
+    c.map.remove(tag);
+    if matches!(&c.last, Some((n, _)) if &**n == tag) {
+        c.last = None;
+    }
 }
 
 #[cold]
 fn resolve_slow(tag: &str) -> Result<Resolved> {
-    if let Some(r) = CACHE.with(|c| c.borrow().map.get(tag).copied()) {
+    let cached = CACHE.get().map.get(tag).copied();
+    if let Some(r) = cached {
         if r.slot.gen.load(Ordering::Acquire) == r.gen {
             remember(tag, r);
             return Ok(r);
@@ -90,14 +87,12 @@ fn resolve_slow(tag: &str) -> Result<Resolved> {
 }
 
 fn remember(tag: &str, r: Resolved) {
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.map.len() > 4096 {
-            c.map.clear();
-        }
-        c.map.insert(tag.into(), r);
-        c.last = Some((tag.into(), r));
-    });
+    let mut c = CACHE.get();
+    if c.map.len() > 4096 {
+        c.map.clear();
+    }
+    c.map.insert(tag.into(), r);
+    c.last = Some((tag.into(), r));
 }
 
 /// The shared header, after checking everything a call needs before it can use the worker:
@@ -137,10 +132,8 @@ fn wait_for_worker(h: &Header) -> Result<()> {
 pub fn lookup(h: &'static Header, name: &[u8]) -> Option<Resolved> {
     shmem::with_dir_lock(h, false, || {
         shmem::slots(h).iter().find_map(|s| {
-            (s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == name).then(|| Resolved {
-                slot: s,
-                gen: s.gen.load(Ordering::Acquire),
-            })
+            (s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == name)
+                .then(|| Resolved { slot: s, gen: s.gen.load(Ordering::Acquire) })
         })
     })
 }
@@ -153,6 +146,7 @@ pub fn error_for(code: u32, tag: &str, detail: String) -> SeqgenError {
         code::TOO_MANY_TAGS => SeqgenError::TooManyTags(guc::MAX_TAGS.get()),
         code::LOCKED => SeqgenError::RowLocked(tag.to_string()),
         code::CATALOG_MISSING => SeqgenError::CatalogMissing(guc::database_name()),
+        code::NO_TEMPLATE => SeqgenError::NoTemplate(tag.to_string()),
         _ => SeqgenError::Internal(detail),
     }
 }
@@ -165,12 +159,22 @@ fn load(h: &'static Header, tag: &str) -> Result<Resolved> {
     match reply.code {
         code::OK => {
             let slot = &shmem::slots(h)[reply.start as usize];
-            Ok(Resolved {
-                slot,
-                gen: reply.len as u64,
-            })
+            Ok(Resolved { slot, gen: reply.len as u64 })
         }
         code::UNKNOWN_TAG if tag_visible_to_me(tag) => Err(SeqgenError::TagNotCommitted(tag.to_string())),
+        c => Err(error_for(c, tag, reply.detail)),
+    }
+}
+
+/// Ask the worker to read the template of `tag` (already resolved) into its slot.
+pub fn load_template(tag: &str) -> Result<()> {
+    let h = ready_header()?;
+    let reply = call_worker_retrying(h, tag, |mb| {
+        mb.kind.store(shmem::REQ_TEMPLATE, Ordering::Relaxed);
+    })?;
+    match reply.code {
+        code::OK => Ok(()),
+        code::NO_TEMPLATE => Err(SeqgenError::NoTemplate(tag.to_string())),
         c => Err(error_for(c, tag, reply.detail)),
     }
 }
@@ -226,15 +230,10 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
     let timeout = guc::ALLOCATION_TIMEOUT.get();
     let claim = || {
         h.mailboxes.iter().find(|mb| {
-            mb.state
-                .compare_exchange(shmem::MB_FREE, shmem::MB_FILLING, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+            mb.state.compare_exchange(shmem::MB_FREE, shmem::MB_FILLING, Ordering::AcqRel, Ordering::Relaxed).is_ok()
         })
     };
-    let mb = wait_for(h, timeout, claim).ok_or_else(|| SeqgenError::Timeout {
-        tag: tag.to_string(),
-        ms: timeout,
-    })?;
+    let mb = wait_for(h, timeout, claim).ok_or_else(|| SeqgenError::Timeout { tag: tag.to_string(), ms: timeout })?;
     mb.set_name(tag.as_bytes());
     fill(mb);
     mb.result.store(code::INTERNAL, Ordering::Relaxed);
@@ -245,12 +244,7 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
     let abandon = || {
         if mb
             .state
-            .compare_exchange(
-                shmem::MB_POSTED,
-                shmem::MB_ABANDONED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
+            .compare_exchange(shmem::MB_POSTED, shmem::MB_ABANDONED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
             // already answered: free it ourselves
@@ -290,12 +284,22 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
         }
         None => {
             abandon();
-            Err(SeqgenError::Timeout {
-                tag: tag.to_string(),
-                ms: timeout,
-            })
+            Err(SeqgenError::Timeout { tag: tag.to_string(), ms: timeout })
         }
     }
+}
+
+/// The template of `name` changed (a committed insert, update or delete): make the next call
+/// read it again.
+pub fn template_changed(name: &[u8]) {
+    let Some(h) = shmem::header() else { return };
+    shmem::with_dir_lock(h, true, || {
+        for s in shmem::slots(h) {
+            if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == name {
+                s.tpl.set_state(shmem::TPL_UNKNOWN);
+            }
+        }
+    });
 }
 
 /// Retire the slot of `name`: every cached resolution of it becomes invalid, draws in flight

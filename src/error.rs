@@ -47,6 +47,10 @@ pub enum SeqgenError {
     SnowflakeTimeExhausted,
     #[error("the clock is before seqgen.snowflake_epoch")]
     BeforeEpoch,
+    #[error("tag \"{0}\" has no template")]
+    NoTemplate(String),
+    #[error("the order-number counter of tag \"{tag}\" is full for this period ({capacity} numbers)")]
+    OrderOverflow { tag: String, capacity: i64 },
     #[error("pg_seqgen internal error: {0}")]
     Internal(String),
 }
@@ -58,16 +62,19 @@ impl SeqgenError {
         use PgSqlErrorCode::*;
         use SeqgenError::*;
         match self {
-            NotPreloaded | WrongDatabase { .. } | WorkerNotRunning | CatalogMissing(_) | TagNotCommitted(_) => {
-                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
-            }
+            NotPreloaded
+            | WrongDatabase { .. }
+            | WorkerNotRunning
+            | CatalogMissing(_)
+            | TagNotCommitted(_)
+            | NoTemplate(_) => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) => ERRCODE_UNDEFINED_OBJECT,
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
             BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             NullArgument(_) => ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            Exhausted(_) | SnowflakeTimeExhausted => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+            Exhausted(_) | SnowflakeTimeExhausted | OrderOverflow { .. } => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyTags(_) => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
@@ -93,6 +100,8 @@ impl SeqgenError {
             ClockBehind { .. } => "Snowflake IDs resume when the server clock catches up; check NTP.".into(),
             SnowflakeTimeExhausted => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
             BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
+            NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),
+            OrderOverflow { .. } => "Use a wider {seq:N} or a finer period; for periods of a second, seqgen.order_no_overflow = wait waits for the next second instead.".into(),
             _ => return None,
         })
     }
@@ -136,9 +145,7 @@ pub fn check_tag(tag: &str) -> Result<()> {
         )));
     }
     if tag.chars().any(char::is_control) {
-        return Err(SeqgenError::BadTag(
-            "a tag name must not contain control characters".into(),
-        ));
+        return Err(SeqgenError::BadTag("a tag name must not contain control characters".into()));
     }
     Ok(())
 }

@@ -15,6 +15,18 @@ pub static STEP_GROW_BELOW: GucSetting<i32> = GucSetting::<i32>::new(15 * 60);
 pub static STEP_SHRINK_ABOVE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60);
 pub static ALLOCATION_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static ORDER_NO_OVERFLOW: GucSetting<Overflow> = GucSetting::<Overflow>::new(Overflow::Error);
+
+/// What `seqgen_order_no` does when a period's counter is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, pgrx::PostgresGucEnum)]
+pub enum Overflow {
+    /// Raise an error (SQLSTATE 2200H).
+    #[name = c"error"]
+    Error,
+    /// For periods of a second: wait for the next period.
+    #[name = c"wait"]
+    Wait,
+}
 pub static SNOWFLAKE_EPOCH: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"2024-01-01 00:00:00+00"));
 pub static SNOWFLAKE_TIME_BITS: GucSetting<i32> = GucSetting::<i32>::new(41);
@@ -105,6 +117,14 @@ pub fn register() {
         GucFlags::UNIT_MS,
     );
     register_snowflake();
+    GucRegistry::define_enum_guc(
+        c"seqgen.order_no_overflow",
+        c"When a period's order-number counter is full: error, or (periods of a second) wait for the next period.",
+        c"",
+        &ORDER_NO_OVERFLOW,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
 }
 
 fn register_snowflake() {
@@ -127,16 +147,8 @@ fn register_snowflake() {
         GucFlags::default(),
     );
     for (name, short, setting) in [
-        (
-            c"seqgen.snowflake_time_bits",
-            c"Bits of milliseconds in a snowflake ID.",
-            &SNOWFLAKE_TIME_BITS,
-        ),
-        (
-            c"seqgen.snowflake_node_bits",
-            c"Bits of node id in a snowflake ID.",
-            &SNOWFLAKE_NODE_BITS,
-        ),
+        (c"seqgen.snowflake_time_bits", c"Bits of milliseconds in a snowflake ID.", &SNOWFLAKE_TIME_BITS),
+        (c"seqgen.snowflake_node_bits", c"Bits of node id in a snowflake ID.", &SNOWFLAKE_NODE_BITS),
         (
             c"seqgen.snowflake_sequence_bits",
             c"Bits of per-millisecond sequence in a snowflake ID.",
@@ -187,10 +199,7 @@ fn register_snowflake() {
 }
 
 pub fn snowflake_epoch() -> String {
-    SNOWFLAKE_EPOCH
-        .get()
-        .and_then(|c| c.into_string().ok())
-        .unwrap_or_default()
+    SNOWFLAKE_EPOCH.get().and_then(|c| c.into_string().ok()).unwrap_or_default()
 }
 
 pub fn step_policy() -> StepPolicy {
@@ -203,8 +212,5 @@ pub fn step_policy() -> StepPolicy {
 }
 
 pub fn database_name() -> String {
-    DATABASE_NAME
-        .get()
-        .and_then(|c| c.into_string().ok())
-        .unwrap_or_else(|| "postgres".to_string())
+    DATABASE_NAME.get().and_then(|c| c.into_string().ok()).unwrap_or_else(|| "postgres".to_string())
 }

@@ -11,6 +11,8 @@ mod catalog;
 mod directory;
 mod error;
 mod guc;
+mod local;
+mod order;
 mod segment_api;
 mod shmem;
 mod snowflake;
@@ -27,7 +29,7 @@ extension_sql_file!("../sql/catalog.sql", name = "catalog", bootstrap);
 extension_sql_file!(
     "../sql/triggers.sql",
     name = "triggers",
-    requires = [triggers::seqgen_alloc_deleted]
+    requires = [triggers::seqgen_alloc_deleted, triggers::seqgen_template_changed]
 );
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
@@ -54,10 +56,6 @@ pub mod pg_test {
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec![
-            "shared_preload_libraries = 'pg_seqgen'",
-            "seqgen.database_name = 'pgrx_tests'",
-            "seqgen.max_tags = 64",
-        ]
+        vec!["shared_preload_libraries = 'pg_seqgen'", "seqgen.database_name = 'pgrx_tests'", "seqgen.max_tags = 64"]
     }
 }

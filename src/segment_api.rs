@@ -30,14 +30,10 @@ fn create(tag: Option<&str>, step: Option<i32>, start_with: Option<i64>, descrip
     let start_with = start_with.ok_or(SeqgenError::NullArgument("start_with"))?;
     check_tag(tag)?;
     if step <= 0 {
-        return Err(SeqgenError::InvalidArgument(format!(
-            "step must be positive, got {step}"
-        )));
+        return Err(SeqgenError::InvalidArgument(format!("step must be positive, got {step}")));
     }
     if start_with < 1 {
-        return Err(SeqgenError::InvalidArgument(format!(
-            "start_with must be at least 1, got {start_with}"
-        )));
+        return Err(SeqgenError::InvalidArgument(format!("start_with must be at least 1, got {start_with}")));
     }
     admin_checks()?;
     let count = Spi::get_one::<i64>("SELECT pg_catalog.count(*) FROM seqgen.alloc")
@@ -64,7 +60,7 @@ fn returns_row(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<bool
 }
 
 /// Checks shared by the functions that change the catalog: preloaded, primary, served database.
-fn admin_checks() -> Result<()> {
+pub fn admin_checks() -> Result<()> {
     shmem::header().ok_or(SeqgenError::NotPreloaded)?;
     if unsafe { pg_sys::RecoveryInProgress() } {
         return Err(SeqgenError::HotStandby);
@@ -81,10 +77,8 @@ fn seqgen_drop(biz_tag: &str) {
 fn drop_tag(tag: &str) -> Result<()> {
     check_tag(tag)?;
     admin_checks()?;
-    let deleted = returns_row(
-        "DELETE FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true",
-        &[tag.into()],
-    )?;
+    let deleted =
+        returns_row("DELETE FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true", &[tag.into()])?;
     if !deleted {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     }
@@ -149,6 +143,11 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
         if r.slot.seg.switch_from(epoch) {
             return Some(Ok(()));
         }
+        if r.slot.locked.load(Ordering::Relaxed) != 0 {
+            // the row was locked at the last try: ask again (the worker retries only while
+            // someone is waiting)
+            request_segment(r.slot);
+        }
         if r.slot.err_seq.load(Ordering::Acquire) != err_before {
             return Some(Err(Some(r.slot.err_code.load(Ordering::Relaxed))));
         }
@@ -164,16 +163,9 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
             resolve(tag)
         }
         Some(Err(Some(u32::MAX))) => Err(SeqgenError::WorkerNotRunning),
-        Some(Err(Some(c))) => Err(directory::error_for(
-            c,
-            tag,
-            "allocation failed; see the server log".into(),
-        )),
+        Some(Err(Some(c))) => Err(directory::error_for(c, tag, "allocation failed; see the server log".into())),
         None if r.slot.locked.load(Ordering::Relaxed) != 0 => Err(SeqgenError::RowLocked(tag.to_string())),
-        None => Err(SeqgenError::Timeout {
-            tag: tag.to_string(),
-            ms: timeout,
-        }),
+        None => Err(SeqgenError::Timeout { tag: tag.to_string(), ms: timeout }),
     }
 }
 
@@ -188,10 +180,7 @@ fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
 /// this call alone by the worker (one round trip, whatever `n`).
 pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64)>> {
     if n <= 0 || n > guc::MAX_BATCH {
-        return Err(SeqgenError::InvalidArgument(format!(
-            "n must be between 1 and {}, got {n}",
-            guc::MAX_BATCH
-        )));
+        return Err(SeqgenError::InvalidArgument(format!("n must be between 1 and {}, got {n}", guc::MAX_BATCH)));
     }
     let mut r = resolve(tag)?;
     let mut out = vec![];
@@ -283,19 +272,7 @@ fn seqgen_status() -> TableIterator<
                 }
                 None => (None, None, false, 0.0, None, 0),
             };
-            (
-                tag,
-                step,
-                max_id,
-                next_value,
-                segment_end,
-                next_ready,
-                rate,
-                cur_step,
-                waits,
-                desc,
-                time,
-            )
+            (tag, step, max_id, next_value, segment_end, next_ready, rate, cur_step, waits, desc, time)
         })
         .collect();
     TableIterator::new(out)

@@ -10,6 +10,8 @@
 //! │   └── snowflake: the generator word, the reservation, clock-event counters
 //! └── slots[max_tags]: TagSlot
 //!     ├── seg: SegmentBuffer (cursor on its own cache line, ring of published segments)
+//!     ├── ord: SegmentBuffer of order-number counter blocks (segment period = period key)
+//!     ├── tpl: the tag's template and time zone (seqlock)
 //!     ├── gen: generation, bumped whenever the slot stops serving its tag
 //!     ├── name, state (directory; written under dir_lock)
 //!     └── worker bookkeeping: prefetch request flag, adaptive step, errors, rates
@@ -21,7 +23,7 @@
 //! exclusive).
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use pgrx::pg_sys;
 use seqgen_core::segment::SegmentBuffer;
@@ -92,6 +94,21 @@ pub struct TagSlot {
     pub last_alloc_ms: AtomicI64,
     /// Draws that found the segment used up and the next one not ready, and had to wait.
     pub waits: AtomicU64,
+    /// Order numbers: counter blocks for the tag's template (segments whose `period` is the
+    /// period key), and the worker's bookkeeping for them.
+    pub ord: SegmentBuffer,
+    pub ord_want: AtomicU32,
+    /// The latest period a caller needs a block for.
+    pub ord_want_period: AtomicI64,
+    pub ord_err_seq: AtomicU32,
+    pub ord_err_code: AtomicU32,
+    pub ord_err_period: AtomicI64,
+    pub ord_locked: AtomicU32,
+    pub ord_waits: AtomicU64,
+    /// The adaptive size of the last order-number block, and when it was reserved.
+    pub ord_cur_step: AtomicI64,
+    pub ord_last_ms: AtomicI64,
+    pub tpl: TemplateCell,
     /// ids_per_sec as f64 bits, and the sample it was computed from.
     pub rate_bits: AtomicU64,
     pub rate_total: AtomicU64,
@@ -117,6 +134,79 @@ impl TagSlot {
     }
 }
 
+/// Template cell states.
+pub const TPL_UNKNOWN: u32 = 0;
+pub const TPL_READY: u32 = 1;
+pub const TPL_MISSING: u32 = 2;
+
+/// Longest template text in bytes, and longest time-zone name.
+pub const TPL_MAX_BYTES: usize = 800;
+pub const TZ_MAX_BYTES: usize = 64;
+
+/// A tag's template and time zone as the worker read them from the catalog. Writers hold
+/// `dir_lock` exclusive (the worker filling it, a backend whose template change commits);
+/// backends read it without a lock, with a seqlock on `version` (odd while being written).
+#[repr(C)]
+pub struct TemplateCell {
+    pub state: AtomicU32,
+    pub version: AtomicU64,
+    len: AtomicU32,
+    tz_len: AtomicU32,
+    text: [AtomicU8; TPL_MAX_BYTES],
+    tz: [AtomicU8; TZ_MAX_BYTES],
+}
+
+impl TemplateCell {
+    /// Caller holds `dir_lock` exclusive.
+    pub fn write(&self, text: &str, tz: &str) {
+        let v = self.version.load(Ordering::Relaxed);
+        self.version.store(v | 1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        let (t, z) = (&text.as_bytes()[..text.len().min(TPL_MAX_BYTES)], &tz.as_bytes()[..tz.len().min(TZ_MAX_BYTES)]);
+        for (cell, b) in self.text.iter().zip(t) {
+            cell.store(*b, Ordering::Relaxed);
+        }
+        for (cell, b) in self.tz.iter().zip(z) {
+            cell.store(*b, Ordering::Relaxed);
+        }
+        self.len.store(t.len() as u32, Ordering::Relaxed);
+        self.tz_len.store(z.len() as u32, Ordering::Relaxed);
+        self.state.store(TPL_READY, Ordering::Relaxed);
+        self.version.store((v | 1) + 1, Ordering::Release);
+    }
+
+    /// The tag has no template (`TPL_MISSING`), or it must be read again (`TPL_UNKNOWN`).
+    /// Caller holds `dir_lock` exclusive.
+    pub fn set_state(&self, state: u32) {
+        let v = self.version.load(Ordering::Relaxed);
+        self.version.store(v | 1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        self.state.store(state, Ordering::Relaxed);
+        self.version.store((v | 1) + 1, Ordering::Release);
+    }
+
+    /// A consistent copy: (version, state, template, time zone).
+    pub fn read(&self) -> (u64, u32, String, String) {
+        loop {
+            let v = self.version.load(Ordering::Acquire);
+            if v & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let state = self.state.load(Ordering::Relaxed);
+            let len = (self.len.load(Ordering::Relaxed) as usize).min(TPL_MAX_BYTES);
+            let tz_len = (self.tz_len.load(Ordering::Relaxed) as usize).min(TZ_MAX_BYTES);
+            let text: Vec<u8> = self.text[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect();
+            let tz: Vec<u8> = self.tz[..tz_len].iter().map(|b| b.load(Ordering::Relaxed)).collect();
+            std::sync::atomic::fence(Ordering::Acquire);
+            if self.version.load(Ordering::Relaxed) == v {
+                let s = |b: Vec<u8>| String::from_utf8(b).unwrap_or_default();
+                return (v, state, s(text), s(tz));
+            }
+        }
+    }
+}
+
 /// Mailbox states.
 pub const MB_FREE: u32 = 0;
 pub const MB_FILLING: u32 = 1;
@@ -127,6 +217,7 @@ pub const MB_ABANDONED: u32 = 4;
 /// Mailbox request kinds.
 pub const REQ_LOAD: u32 = 1;
 pub const REQ_RANGE: u32 = 2;
+pub const REQ_TEMPLATE: u32 = 3;
 
 /// One synchronous request from a backend to the worker.
 #[repr(C)]
@@ -254,11 +345,7 @@ impl Header {
 
 /// Run `f` with the directory lock held in `mode`.
 pub fn with_dir_lock<R>(h: &Header, exclusive: bool, f: impl FnOnce() -> R) -> R {
-    let mode = if exclusive {
-        pg_sys::LWLockMode::LW_EXCLUSIVE
-    } else {
-        pg_sys::LWLockMode::LW_SHARED
-    };
+    let mode = if exclusive { pg_sys::LWLockMode::LW_EXCLUSIVE } else { pg_sys::LWLockMode::LW_SHARED };
     unsafe { pg_sys::LWLockAcquire(h.lock(), mode) };
     // LWLocks are released by PostgreSQL's error cleanup if `f` raises an ERROR.
     let r = f();
@@ -325,6 +412,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
             h.dir_lock.store(&raw mut (*tranche).lock, Ordering::Release);
             for slot in all_slots(h) {
                 slot.seg.reset();
+                slot.ord.reset();
             }
         }
         SHARED.store(aligned, Ordering::Release);
@@ -332,12 +420,24 @@ unsafe extern "C-unwind" fn shmem_startup() {
     }
 }
 
-/// Milliseconds since the Unix epoch, from the system clock.
+/// Milliseconds since the Unix epoch, from the system clock (CLOCK_REALTIME: the clock an
+/// administrator, NTP or libfaketime can move backwards).
+#[inline]
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a valid pointer; cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}
+
+/// Like [`now_ms`], from the coarse clock: a few nanoseconds instead of tens, precise to one
+/// kernel tick (typically 1 to 4 ms). Good enough to tell periods of a minute or longer.
+#[inline]
+pub fn coarse_now_ms() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a valid pointer; cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
 }
 
 /// PostgreSQL's `AddinShmemInitLock` (a macro in C: `&MainLWLockArray[21].lock`).

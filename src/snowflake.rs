@@ -63,10 +63,7 @@ pub fn configured_layout() -> std::result::Result<Layout, String> {
 }
 
 fn policy() -> Policy {
-    Policy {
-        max_wait: guc::SNOWFLAKE_MAX_WAIT.get() as i64,
-        max_borrow: guc::SNOWFLAKE_MAX_BORROW.get() as i64,
-    }
+    Policy { max_wait: guc::SNOWFLAKE_MAX_WAIT.get() as i64, max_borrow: guc::SNOWFLAKE_MAX_BORROW.get() as i64 }
 }
 
 /// The system clock (CLOCK_REALTIME: the clock that can be set backwards).
@@ -154,11 +151,8 @@ fn note_events(sf: &SnowflakeShared, ev: Events, layout: &Layout) {
         set |= EP_BORROWING;
     }
     let lag = lag_ms(sf, layout);
-    let before = if set != 0 {
-        sf.episodes.fetch_or(set, Ordering::AcqRel)
-    } else {
-        sf.episodes.load(Ordering::Acquire)
-    };
+    let before =
+        if set != 0 { sf.episodes.fetch_or(set, Ordering::AcqRel) } else { sf.episodes.load(Ordering::Acquire) };
     if set & EP_WAITING != 0 && before & EP_WAITING == 0 {
         log!("pg_seqgen: the clock moved back; waiting for it to catch up (seqgen.snowflake_max_wait)");
     }
@@ -206,10 +200,7 @@ fn wait_for_reservation(h: &'static Header, ts: i64) -> Result<()> {
     match outcome {
         Some(r) => r,
         None if h.worker_status() != WorkerStatus::Running => Err(SeqgenError::WorkerNotRunning),
-        None => Err(SeqgenError::Timeout {
-            tag: "snowflake reservation".into(),
-            ms: timeout,
-        }),
+        None => Err(SeqgenError::Timeout { tag: "snowflake reservation".into(), ms: timeout }),
     }
 }
 
@@ -242,9 +233,7 @@ pub enum SnowflakeJob {
 pub fn next_reservation(h: &Header, now_ms: i64) -> i64 {
     let layout = layout();
     let (last_ts, _) = h.snowflake.gen.last(layout);
-    let base = (now_ms - layout.epoch_ms)
-        .max(last_ts + 1)
-        .max(h.snowflake.gen.reserved());
+    let base = (now_ms - layout.epoch_ms).max(last_ts + 1).max(h.snowflake.gen.reserved());
     base + guc::SNOWFLAKE_RESERVE.get() as i64
 }
 
@@ -252,8 +241,7 @@ pub fn next_reservation(h: &Header, now_ms: i64) -> i64 {
 pub fn publish_reservation(h: &Header, ts: i64) {
     let sf = &h.snowflake;
     sf.gen.extend_reservation(ts);
-    sf.refresh_at
-        .store(ts - (guc::SNOWFLAKE_RESERVE.get() as i64 / 2).max(1), Ordering::Release);
+    sf.refresh_at.store(ts - (guc::SNOWFLAKE_RESERVE.get() as i64 / 2).max(1), Ordering::Release);
 }
 
 /// Worker side, after reading the persisted high-water ID at start-up.
@@ -272,14 +260,7 @@ pub fn report_failure(h: &Header) {
 #[pg_extern(stable, parallel_safe)]
 fn seqgen_snowflake_decode(
     id: i64,
-) -> TableIterator<
-    'static,
-    (
-        name!(ts, TimestampWithTimeZone),
-        name!(node_id, i32),
-        name!(sequence, i32),
-    ),
-> {
+) -> TableIterator<'static, (name!(ts, TimestampWithTimeZone), name!(node_id, i32), name!(sequence, i32))> {
     let layout = layout();
     let d = layout
         .decode(id)

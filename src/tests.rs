@@ -19,17 +19,12 @@ mod tests {
         Spi::run("CREATE EXTENSION IF NOT EXISTS dblink").unwrap();
         // dblink() (unlike dblink_exec) accepts statements that return a row; a command's
         // status comes back as one text column as well.
-        Spi::run_with_args(
-            "SELECT * FROM dblink($1, $2) AS t(x text)",
-            &[conninfo("pgrx_tests").into(), sql.into()],
-        )
-        .unwrap();
+        Spi::run_with_args("SELECT * FROM dblink($1, $2) AS t(x text)", &[conninfo("pgrx_tests").into(), sql.into()])
+            .unwrap();
     }
 
     fn conninfo(db: &str) -> String {
-        let port = Spi::get_one::<String>("SELECT current_setting('port')")
-            .unwrap()
-            .unwrap();
+        let port = Spi::get_one::<String>("SELECT current_setting('port')").unwrap().unwrap();
         format!("dbname={db} host=localhost port={port} user=postgres")
     }
 
@@ -80,12 +75,7 @@ mod tests {
     }
 
     fn ids(sql: &str) -> Vec<i64> {
-        Spi::connect(|c| {
-            c.select(sql, None, &[])
-                .unwrap()
-                .map(|row| row.get::<i64>(1).unwrap().unwrap())
-                .collect()
-        })
+        Spi::connect(|c| c.select(sql, None, &[]).unwrap().map(|row| row.get::<i64>(1).unwrap().unwrap()).collect())
     }
 
     /// Wait (up to 10 s) until the worker has prefetched the next segment of `tag`.
@@ -130,10 +120,7 @@ mod tests {
         // [71,150]. Prefetching keeps exactly one segment ahead.
         wait_next_ready("t_small");
         assert_eq!(one("SELECT max_id FROM seqgen.alloc WHERE biz_tag = 't_small'"), 310);
-        assert_eq!(
-            one("SELECT current_step FROM seqgen_status() WHERE biz_tag = 't_small'"),
-            160
-        );
+        assert_eq!(one("SELECT current_step FROM seqgen_status() WHERE biz_tag = 't_small'"), 160);
     }
 
     #[pg_test]
@@ -172,14 +159,8 @@ mod tests {
             Spi::get_two::<i32, i64>("SELECT step, max_id FROM seqgen_status() WHERE biz_tag = 't_status'").unwrap();
         assert_eq!(step, Some(100));
         assert!(max_id.unwrap() >= 100);
-        assert_eq!(
-            one("SELECT next_value FROM seqgen_status() WHERE biz_tag = 't_status'"),
-            31
-        );
-        assert_eq!(
-            one("SELECT segment_end FROM seqgen_status() WHERE biz_tag = 't_status'"),
-            100
-        );
+        assert_eq!(one("SELECT next_value FROM seqgen_status() WHERE biz_tag = 't_status'"), 31);
+        assert_eq!(one("SELECT segment_end FROM seqgen_status() WHERE biz_tag = 't_status'"), 100);
         // 30% used > 10% threshold: the next segment gets prefetched
         wait_next_ready("t_status");
         assert_eq!(
@@ -226,10 +207,7 @@ mod tests {
     #[pg_test]
     fn tag_created_in_open_transaction_gives_a_clear_error() {
         Spi::run("SELECT seqgen_create('t_uncommitted')").unwrap();
-        assert_eq!(
-            sqlstate("SELECT seqgen_next('t_uncommitted')"),
-            Some(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
-        );
+        assert_eq!(sqlstate("SELECT seqgen_next('t_uncommitted')"), Some(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE));
     }
 
     #[pg_test]
@@ -244,10 +222,7 @@ mod tests {
         // seqgen_create takes an optional description, so it checks its required arguments
         refused("SELECT seqgen_create(NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
         refused("SELECT seqgen_create('t_null', NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
-        refused(
-            "SELECT seqgen_create('t_null', 10, NULL)",
-            ERRCODE_NULL_VALUE_NOT_ALLOWED,
-        );
+        refused("SELECT seqgen_create('t_null', 10, NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
     }
 
     #[pg_test]
@@ -271,10 +246,7 @@ mod tests {
     #[pg_test]
     fn unknown_tag() {
         refused("SELECT seqgen_next('t_never_created')", ERRCODE_UNDEFINED_OBJECT);
-        refused(
-            "SELECT seqgen_next_batch('t_never_created', 3)",
-            ERRCODE_UNDEFINED_OBJECT,
-        );
+        refused("SELECT seqgen_next_batch('t_never_created', 3)", ERRCODE_UNDEFINED_OBJECT);
     }
 
     #[pg_test]
@@ -291,18 +263,9 @@ mod tests {
         refused("SELECT seqgen_create('t_bad', -5)", ERRCODE_INVALID_PARAMETER_VALUE);
         refused("SELECT seqgen_create('t_bad', 10, 0)", ERRCODE_INVALID_PARAMETER_VALUE);
         refused("SELECT seqgen_next_batch('t_args', 0)", ERRCODE_INVALID_PARAMETER_VALUE);
-        refused(
-            "SELECT seqgen_next_batch('t_args', -1)",
-            ERRCODE_INVALID_PARAMETER_VALUE,
-        );
-        refused(
-            "SELECT seqgen_next_batch('t_args', 10000001)",
-            ERRCODE_INVALID_PARAMETER_VALUE,
-        );
-        refused(
-            "SELECT seqgen_next_batch('t_args', 2147483647)",
-            ERRCODE_INVALID_PARAMETER_VALUE,
-        );
+        refused("SELECT seqgen_next_batch('t_args', -1)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_next_batch('t_args', 10000001)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_next_batch('t_args', 2147483647)", ERRCODE_INVALID_PARAMETER_VALUE);
     }
 
     #[pg_test]
@@ -311,10 +274,7 @@ mod tests {
         let got = ids("SELECT seqgen_next('t_max') FROM generate_series(1, 3)");
         assert_eq!(got, vec![i64::MAX - 2, i64::MAX - 1, i64::MAX]);
         refused("SELECT seqgen_next('t_max')", ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED);
-        refused(
-            "SELECT seqgen_next_batch('t_max', 2)",
-            ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-        );
+        refused("SELECT seqgen_next_batch('t_max', 2)", ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED);
         assert_eq!(one("SELECT max_id FROM seqgen.alloc WHERE biz_tag = 't_max'"), i64::MAX);
     }
 
@@ -322,24 +282,15 @@ mod tests {
     fn catalog_guards() {
         autonomous("SELECT seqgen_create('t_guard', 10, 100)");
         one("SELECT seqgen_next('t_guard')");
-        refused(
-            "UPDATE seqgen.alloc SET max_id = 0 WHERE biz_tag = 't_guard'",
-            ERRCODE_CHECK_VIOLATION,
-        );
+        refused("UPDATE seqgen.alloc SET max_id = 0 WHERE biz_tag = 't_guard'", ERRCODE_CHECK_VIOLATION);
         refused(
             "UPDATE seqgen.alloc SET biz_tag = 't_renamed' WHERE biz_tag = 't_guard'",
             ERRCODE_FEATURE_NOT_SUPPORTED,
         );
         refused("TRUNCATE seqgen.alloc", ERRCODE_FEATURE_NOT_SUPPORTED);
-        refused(
-            "UPDATE seqgen.alloc SET step = 0 WHERE biz_tag = 't_guard'",
-            ERRCODE_CHECK_VIOLATION,
-        );
+        refused("UPDATE seqgen.alloc SET step = 0 WHERE biz_tag = 't_guard'", ERRCODE_CHECK_VIOLATION);
         // raising max_id (skipping numbers) is allowed
-        assert_eq!(
-            sqlstate("UPDATE seqgen.alloc SET max_id = max_id + 1000 WHERE biz_tag = 't_guard'"),
-            None
-        );
+        assert_eq!(sqlstate("UPDATE seqgen.alloc SET max_id = max_id + 1000 WHERE biz_tag = 't_guard'"), None);
     }
 
     #[pg_test]
@@ -360,11 +311,7 @@ mod tests {
         if Spi::get_one::<bool>("SELECT EXISTS (SELECT FROM pg_database WHERE datname = 'seqgen_other_db')").unwrap()
             != Some(true)
         {
-            Spi::run_with_args(
-                "SELECT dblink_exec($1, 'CREATE DATABASE seqgen_other_db')",
-                &[admin.into()],
-            )
-            .unwrap();
+            Spi::run_with_args("SELECT dblink_exec($1, 'CREATE DATABASE seqgen_other_db')", &[admin.into()]).unwrap();
         }
         let other = conninfo("seqgen_other_db");
         Spi::run_with_args(
@@ -398,10 +345,7 @@ mod tests {
         // a hung worker (SIGSTOP): the call times out instead of hanging
         let signal = |sig: &str| {
             // the program reads its input so COPY never sees a broken pipe
-            Spi::run(&format!(
-                "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; kill -{sig} {pid}'"
-            ))
-            .unwrap()
+            Spi::run(&format!("COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; kill -{sig} {pid}'")).unwrap()
         };
         signal("STOP");
         let code = sqlstate("SELECT seqgen_next('t_stopped')");
@@ -445,20 +389,14 @@ mod tests {
             assert_eq!(sqlstate(sql), Some(ERRCODE_INSUFFICIENT_PRIVILEGE), "{sql}");
         }
         Spi::run("RESET ROLE").unwrap();
-        assert_eq!(
-            one("SELECT count(*) FROM seqgen.alloc WHERE biz_tag IN ('t_priv2', 't_evil')"),
-            0
-        );
+        assert_eq!(one("SELECT count(*) FROM seqgen.alloc WHERE biz_tag IN ('t_priv2', 't_evil')"), 0);
         assert_eq!(one("SELECT count(*) FROM seqgen.alloc WHERE biz_tag = 't_priv'"), 1);
     }
 
     #[pg_test]
     fn snowflake_increases_and_decodes() {
         let got = ids("SELECT seqgen_snowflake() FROM generate_series(1, 5000)");
-        assert!(
-            got.windows(2).all(|w| w[0] < w[1]),
-            "snowflakes not strictly increasing"
-        );
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "snowflakes not strictly increasing");
         let last = *got.last().unwrap();
         let (node, seq, age_ms) = Spi::get_three_with_args::<i32, i32, f64>(
             "SELECT node_id, sequence, (extract(epoch FROM clock_timestamp() - ts) * 1000)::float8 \
@@ -474,10 +412,7 @@ mod tests {
 
     #[pg_test]
     fn snowflake_decode_rejects_negative() {
-        refused(
-            "SELECT * FROM seqgen_snowflake_decode(-1)",
-            ERRCODE_INVALID_PARAMETER_VALUE,
-        );
+        refused("SELECT * FROM seqgen_snowflake_decode(-1)", ERRCODE_INVALID_PARAMETER_VALUE);
     }
 
     #[pg_test]
@@ -519,17 +454,170 @@ mod tests {
     fn snowflake_needs_a_grant() {
         Spi::run("CREATE ROLE seqgen_sf_test NOLOGIN").unwrap();
         Spi::run("SET LOCAL ROLE seqgen_sf_test").unwrap();
-        assert_eq!(
-            sqlstate("SELECT seqgen_snowflake()"),
-            Some(ERRCODE_INSUFFICIENT_PRIVILEGE)
-        );
-        assert_eq!(
-            sqlstate("SELECT * FROM seqgen.snowflake"),
-            Some(ERRCODE_INSUFFICIENT_PRIVILEGE)
-        );
+        assert_eq!(sqlstate("SELECT seqgen_snowflake()"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
+        assert_eq!(sqlstate("SELECT * FROM seqgen.snowflake"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
         Spi::run("RESET ROLE").unwrap();
         Spi::run("GRANT EXECUTE ON FUNCTION seqgen_snowflake() TO seqgen_sf_test").unwrap();
         Spi::run("SET LOCAL ROLE seqgen_sf_test").unwrap();
         assert!(one("SELECT seqgen_snowflake()") > 0);
+    }
+
+    fn text(sql: &str) -> String {
+        Spi::get_one::<String>(sql).unwrap().expect("NULL")
+    }
+
+    #[pg_test]
+    fn order_numbers_count_up_with_a_valid_check_digit() {
+        autonomous("SELECT seqgen_create('t_order', 100)");
+        autonomous("SELECT seqgen_set_template('t_order', 'SN{yyyy}{MM}{dd}{seq:8}{check}', 'Asia/Shanghai')");
+        let today = text("SELECT to_char(now() AT TIME ZONE 'Asia/Shanghai', 'YYYYMMDD')");
+        let got: Vec<String> = Spi::connect(|c| {
+            c.select("SELECT seqgen_order_no('t_order') FROM generate_series(1, 250)", None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        for (i, n) in got.iter().enumerate() {
+            assert_eq!(n.len(), 19, "{n}");
+            assert!(n.starts_with(&format!("SN{today}")) || i > 0, "{n} is not dated {today}");
+            assert_eq!(&n[10..18], format!("{:08}", i + 1), "counter of {n}");
+            assert_eq!(
+                Spi::get_one_with_args::<bool>("SELECT seqgen_check_digit_valid($1)", &[n.as_str().into()]).unwrap(),
+                Some(true)
+            );
+        }
+        // the counter block is committed in the catalog
+        assert!(one("SELECT period_max FROM seqgen.template WHERE biz_tag = 't_order'") >= 250);
+    }
+
+    #[pg_test]
+    fn template_without_date_fields_never_restarts_and_renders_node_and_tag() {
+        autonomous("SELECT seqgen_create('t_plain')");
+        autonomous("SELECT seqgen_set_template('t_plain', '{tag}-{node:3}-{seq:6}')");
+        assert_eq!(text("SELECT seqgen_order_no('t_plain')"), "t_plain-000-000001");
+        assert_eq!(text("SELECT seqgen_order_no('t_plain')"), "t_plain-000-000002");
+        // a new template takes effect once committed; the counter continues
+        autonomous("SELECT seqgen_set_template('t_plain', 'QJ{seq:6}')");
+        assert_eq!(text("SELECT seqgen_order_no('t_plain')"), "QJ000003");
+    }
+
+    #[pg_test]
+    fn render_previews_every_field() {
+        let cases = [
+            ("SN{yyyy}{MM}{dd}{seq:8}{check}", 427, "2026-11-22 17:30:00+00", "Asia/Shanghai", "SN20261123000004277"),
+            ("{yyyy}{MM}{dd}{seq:5}", 1, "2017-03-04 08:00:00+00", "UTC", "2017030400001"),
+            ("010-6541-{seq:5}", 1, "2026-01-01 00:00:00+00", "UTC", "010-6541-00001"),
+            ("{yy}{MM}{dd}{HH}{mm}{ss}{seq:4}", 1, "2025-04-13 12:00:00+00", "UTC", "2504131200000001"),
+            ("{{{seq:3}}}", 42, "2026-01-01 00:00:00+00", "UTC", "{042}"),
+            ("N{node}-{seq:2}", 7, "2026-01-01 00:00:00+00", "UTC", "N0-07"),
+        ];
+        for (tpl, seq, at, tz, want) in cases {
+            let got = Spi::get_one_with_args::<String>(
+                "SELECT seqgen_render($1, $2, $3::timestamptz, $4)",
+                &[tpl.into(), (seq as i64).into(), at.into(), tz.into()],
+            )
+            .unwrap()
+            .unwrap();
+            assert_eq!(got, want, "{tpl}");
+        }
+        assert_eq!(text("SELECT seqgen_render('{tag}:{seq:3}', 5, now(), 'UTC', 'waybill')"), "waybill:005");
+        for sql in [
+            "SELECT seqgen_render('{tag}:{seq:3}', 5, now())",
+            "SELECT seqgen_render('{seq:3}', 0, now())",
+            "SELECT seqgen_render('{seq:3}', 1000, now())",
+            "SELECT seqgen_render('{seq:3}', 1, 'infinity')",
+        ] {
+            assert_eq!(sqlstate(sql), Some(ERRCODE_INVALID_PARAMETER_VALUE), "{sql}");
+        }
+    }
+
+    #[pg_test]
+    fn check_digit_function() {
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_check_digit_valid('79927398713')").unwrap(), Some(true));
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_check_digit_valid('79927398710')").unwrap(), Some(false));
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_check_digit_valid('SN-7992-739871-3')").unwrap(), Some(true));
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_check_digit_valid('x')").unwrap(), Some(false));
+        // usable in a CHECK constraint
+        Spi::run("CREATE TABLE shipments (no text CHECK (seqgen_check_digit_valid(no)))").unwrap();
+        Spi::run("INSERT INTO shipments VALUES ('79927398713')").unwrap();
+        assert_eq!(sqlstate("INSERT INTO shipments VALUES ('79927398714')"), Some(ERRCODE_CHECK_VIOLATION));
+    }
+
+    #[pg_test]
+    fn order_number_bad_input() {
+        autonomous("SELECT seqgen_create('t_tpl_bad')");
+        let templates =
+            Spi::get_one::<String>("SELECT coalesce(string_agg(biz_tag || template, ','), '') FROM seqgen.template")
+                .unwrap();
+        for (sql, code) in [
+            ("SELECT seqgen_order_no('t_never_made')", ERRCODE_UNDEFINED_OBJECT),
+            ("SELECT seqgen_set_template('t_never_made', '{seq:3}')", ERRCODE_UNDEFINED_OBJECT),
+            ("SELECT seqgen_order_no('t_tpl_bad')", ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+            ("SELECT seqgen_set_template('t_tpl_bad', 'ABC')", ERRCODE_INVALID_PARAMETER_VALUE),
+            ("SELECT seqgen_set_template('t_tpl_bad', '{seq:3}{seq:4}')", ERRCODE_INVALID_PARAMETER_VALUE),
+            ("SELECT seqgen_set_template('t_tpl_bad', '{foo}{seq:3}')", ERRCODE_INVALID_PARAMETER_VALUE),
+            ("SELECT seqgen_set_template('t_tpl_bad', 'A{seq:3')", ERRCODE_INVALID_PARAMETER_VALUE),
+            ("SELECT seqgen_set_template('t_tpl_bad', '{seq:0}')", ERRCODE_INVALID_PARAMETER_VALUE),
+            ("SELECT seqgen_set_template('t_tpl_bad', '{seq:19}')", ERRCODE_INVALID_PARAMETER_VALUE),
+            ("SELECT seqgen_set_template('t_tpl_bad', '{seq:3}', 'Mars/Olympus')", ERRCODE_INVALID_PARAMETER_VALUE),
+            ("SELECT seqgen_set_template('t_tpl_bad', '{node:1}{seq:3}')", ERRCODE_INVALID_PARAMETER_VALUE),
+            ("SELECT seqgen_set_template('t_tpl_bad', '{seq:3}{check}9')", ERRCODE_INVALID_PARAMETER_VALUE),
+        ] {
+            // node id 0 fits {node:1}: that one is valid
+            if sql.contains("{node:1}") {
+                assert_eq!(sqlstate(sql), None);
+                continue;
+            }
+            let before = catalog();
+            assert_eq!(sqlstate(sql), Some(code), "{sql}");
+            assert_eq!(catalog(), before);
+        }
+        let after = Spi::get_one::<String>(
+            "SELECT coalesce(string_agg(biz_tag || template, ','), '') FROM seqgen.template WHERE biz_tag <> 't_tpl_bad'",
+        )
+        .unwrap();
+        assert_eq!(templates, after);
+    }
+
+    #[pg_test]
+    fn order_number_overflow_is_its_own_error() {
+        autonomous("SELECT seqgen_create('t_overflow', 4)");
+        autonomous("SELECT seqgen_set_template('t_overflow', 'X{seq:1}')");
+        let got: Vec<String> = (0..9).map(|_| text("SELECT seqgen_order_no('t_overflow')")).collect();
+        assert_eq!(got, (1..=9).map(|i| format!("X{i}")).collect::<Vec<_>>());
+        assert_eq!(sqlstate("SELECT seqgen_order_no('t_overflow')"), Some(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED));
+        assert_eq!(one("SELECT period_max FROM seqgen.template WHERE biz_tag = 't_overflow'"), 9);
+    }
+
+    #[pg_test]
+    fn order_counter_cannot_go_back() {
+        autonomous("SELECT seqgen_create('t_tpl_guard')");
+        autonomous("SELECT seqgen_set_template('t_tpl_guard', '{yyyy}{seq:4}')");
+        text("SELECT seqgen_order_no('t_tpl_guard')");
+        refused("UPDATE seqgen.template SET period_max = 0 WHERE biz_tag = 't_tpl_guard'", ERRCODE_CHECK_VIOLATION);
+        refused(
+            "UPDATE seqgen.template SET period_key = period_key - 1 WHERE biz_tag = 't_tpl_guard'",
+            ERRCODE_CHECK_VIOLATION,
+        );
+        refused("TRUNCATE seqgen.template", ERRCODE_FEATURE_NOT_SUPPORTED);
+    }
+
+    #[pg_test]
+    fn order_numbers_need_grants() {
+        autonomous("SELECT seqgen_create('t_tpl_priv')");
+        autonomous("SELECT seqgen_set_template('t_tpl_priv', 'P{seq:4}')");
+        Spi::run("CREATE ROLE seqgen_ord_test NOLOGIN").unwrap();
+        Spi::run("GRANT EXECUTE ON FUNCTION seqgen_order_no(text) TO seqgen_ord_test").unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_ord_test").unwrap();
+        assert!(text("SELECT seqgen_order_no('t_tpl_priv')").starts_with('P'));
+        // the pure helpers are open to everyone
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_check_digit_valid('79927398713')").unwrap(), Some(true));
+        for sql in [
+            "SELECT seqgen_set_template('t_tpl_priv', 'Q{seq:4}')",
+            "UPDATE seqgen.template SET template = 'Q{seq:4}'",
+            "SELECT * FROM seqgen.template",
+        ] {
+            assert_eq!(sqlstate(sql), Some(ERRCODE_INSUFFICIENT_PRIVILEGE), "{sql}");
+        }
     }
 }

@@ -12,6 +12,7 @@
 //! The worker never blocks on a row lock (SKIP LOCKED): a tag whose row is locked by a user's
 //! transaction is retried every few milliseconds while other tags are served.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -21,8 +22,9 @@ use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use seqgen_core::adaptive::Reservation;
 use seqgen_core::segment::{trigger_offset, Segment};
+use seqgen_core::template::{self, Template, Tz};
 
-use crate::catalog::{self, Reserve};
+use crate::catalog::{self, OrderReserve, Reserve};
 use crate::directory::code;
 use crate::guc;
 use crate::shmem::{self, Header, Mailbox, TagSlot, WorkerStatus};
@@ -67,25 +69,14 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(_arg: pg_sys::Datum) {
         h.worker_latch.store(pg_sys::MyLatch, Ordering::Release);
     }
     h.worker_status.store(WorkerStatus::Running as u32, Ordering::Release);
-    log!(
-        "pg_seqgen allocator started, serving database \"{}\"",
-        guc::database_name()
-    );
+    log!("pg_seqgen allocator started, serving database \"{}\"", guc::database_name());
     h.broadcast();
 
-    let mut w = Worker {
-        last_periodic_ms: 0,
-        retry_soon: false,
-        plans: None,
-    };
+    let mut w = Worker { last_periodic_ms: 0, templates: HashMap::new(), retry_soon: false, plans: None };
     loop {
         w.cycle(h);
         h.broadcast();
-        let timeout = if w.retry_soon {
-            Duration::from_millis(5)
-        } else {
-            Duration::from_millis(1000)
-        };
+        let timeout = if w.retry_soon { Duration::from_millis(5) } else { Duration::from_millis(1000) };
         if !BackgroundWorker::wait_latch(Some(timeout)) {
             break;
         }
@@ -116,14 +107,20 @@ enum Job {
     Load { mb: usize, tag: String },
     /// Reserve a dedicated range (mailbox index, tag, size).
     Range { mb: usize, tag: String, n: i64 },
-    /// Reserve the next segment of an active slot.
-    Prefetch { slot: usize, gen: u64, tag: String },
+    /// Reserve the next segment of an active slot. `asked`: a caller is waiting for it.
+    Prefetch { slot: usize, gen: u64, tag: String, asked: bool },
     /// Load or extend the snowflake reservation; `ts` is the reservation to persist.
     Snowflake { job: SnowflakeJob, ts: i64 },
+    /// Read a tag's template into its slot (mailbox index, tag).
+    Template { mb: usize, tag: String },
+    /// Reserve the next order-number counter block of a slot, for period `want` or later.
+    Order { slot: usize, gen: u64, tag: String, want: i64, asked: bool },
 }
 
 struct Worker {
     last_periodic_ms: i64,
+    /// Parsed templates of the slots (slot index -> template version, template, zone).
+    templates: HashMap<usize, (u64, Template, Tz)>,
     /// Prepared once the catalog exists; dropped after an error and prepared again.
     plans: Option<catalog::Plans>,
     /// Some tag's row was locked: come back in a few milliseconds.
@@ -134,7 +131,8 @@ impl Worker {
     fn cycle(&mut self, h: &'static Header) {
         let now = shmem::now_ms();
         let periodic = now - self.last_periodic_ms >= 1000;
-        let jobs = gather(h, now, periodic);
+        let mut jobs = gather(h, now, periodic);
+        jobs.extend(self.gather_orders(h, now));
         if jobs.is_empty() && !periodic {
             return;
         }
@@ -169,7 +167,18 @@ impl Worker {
                 self.plans = plans;
                 note_catalog(h, oid);
                 for (job, outcome) in jobs.iter().zip(outcomes) {
-                    if matches!(outcome, Outcome::Reserved(Reserve::Locked)) {
+                    // a locked row is tried again soon only while a caller waits for it (the
+                    // caller asks again each time it wakes, and stops when it gives up)
+                    let locked =
+                        matches!(outcome, Outcome::Reserved(Reserve::Locked) | Outcome::Order(OrderReserve::Locked));
+                    let asked = matches!(
+                        job,
+                        Job::Prefetch { asked: true, .. }
+                            | Job::Order { asked: true, .. }
+                            | Job::Load { .. }
+                            | Job::Range { .. }
+                    );
+                    if locked && asked {
                         self.retry_soon = true;
                     }
                     finish(h, job, outcome, now);
@@ -181,13 +190,78 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// Order-number blocks to reserve: asked for by a caller, past the prefetch threshold, or
+    /// (when the current block is less than half used) the next period's first block shortly
+    /// before the period starts, so its first number need not wait.
+    fn gather_orders(&mut self, h: &'static Header, now: i64) -> Vec<Job> {
+        let mut jobs = vec![];
+        for (i, s) in shmem::slots(h).iter().enumerate() {
+            if s.state.load(Ordering::Acquire) != shmem::SLOT_ACTIVE
+                || s.tpl.state.load(Ordering::Acquire) != shmem::TPL_READY
+            {
+                continue;
+            }
+            let asked = s.ord_want.swap(0, Ordering::AcqRel) != 0;
+            if s.ord.has_next() {
+                continue;
+            }
+            let Some((template, tz)) = self.template_of(i, s) else { continue };
+            let span = template.locate(tz, now);
+            let snap = s.ord.snapshot();
+            let current = snap.current.map(|c| c.period).unwrap_or(i64::MIN);
+            let want = s.ord_want_period.load(Ordering::Acquire).max(current).max(span.key);
+            let failed = s.ord_err_code.load(Ordering::Relaxed) == code::OVERFLOW;
+            // a tenth of the period before it ends, at most a second (templates with date
+            // fields only: without them the span is unbounded)
+            let boundary_soon = template.unit().is_some() && {
+                let lead = (span.end_ms.saturating_sub(span.start_ms) / 10).clamp(1, 1000);
+                now >= span.end_ms.saturating_sub(lead)
+            };
+            let half_used = snap.current.is_none_or(|c| snap.used * 2 >= c.len);
+            let job_want = if asked || (!failed && s.ord.wants_next()) {
+                Some(want)
+            } else if boundary_soon && !half_used {
+                Some(template.locate(tz, span.end_ms).key.max(want))
+            } else {
+                None
+            };
+            if let Some(want) = job_want {
+                let gen = s.gen.load(Ordering::Acquire);
+                jobs.push(Job::Order {
+                    slot: i,
+                    gen,
+                    tag: String::from_utf8_lossy(s.name()).into_owned(),
+                    want,
+                    asked,
+                });
+            }
+        }
+        jobs
+    }
+
+    fn template_of(&mut self, idx: usize, s: &TagSlot) -> Option<(Template, Tz)> {
+        let version = s.tpl.version.load(Ordering::Acquire);
+        if let Some((v, t, z)) = self.templates.get(&idx) {
+            if *v == version {
+                return Some((t.clone(), *z));
+            }
+        }
+        let (version, state, text, zone) = s.tpl.read();
+        if state != shmem::TPL_READY {
+            return None;
+        }
+        let t = template::parse(&text).ok()?;
+        let z = template::parse_time_zone(&zone).ok()?;
+        self.templates.insert(idx, (version, t.clone(), z));
+        Some((t, z))
+    }
+}
+
 fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
     let mut jobs = vec![];
     if let Some(job) = snowflake::worker_wants(h, now, periodic) {
-        jobs.push(Job::Snowflake {
-            job,
-            ts: snowflake::next_reservation(h, now),
-        });
+        jobs.push(Job::Snowflake { job, ts: snowflake::next_reservation(h, now) });
     }
     for (i, mb) in h.mailboxes.iter().enumerate() {
         if mb.state.load(Ordering::Acquire) != shmem::MB_POSTED {
@@ -196,11 +270,8 @@ fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
         let tag = String::from_utf8_lossy(&mb.name()).into_owned();
         match mb.kind.load(Ordering::Relaxed) {
             shmem::REQ_LOAD => jobs.push(Job::Load { mb: i, tag }),
-            shmem::REQ_RANGE => jobs.push(Job::Range {
-                mb: i,
-                tag,
-                n: mb.n.load(Ordering::Relaxed),
-            }),
+            shmem::REQ_TEMPLATE => jobs.push(Job::Template { mb: i, tag }),
+            shmem::REQ_RANGE => jobs.push(Job::Range { mb: i, tag, n: mb.n.load(Ordering::Relaxed) }),
             _ => answer(mb, code::INTERNAL, 0, 0, "unknown request kind"),
         }
     }
@@ -218,11 +289,7 @@ fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
         let failed = s.err_code.load(Ordering::Relaxed) == code::EXHAUSTED;
         if asked || (!failed && s.seg.wants_next()) {
             let gen = s.gen.load(Ordering::Acquire);
-            jobs.push(Job::Prefetch {
-                slot: i,
-                gen,
-                tag: String::from_utf8_lossy(s.name()).into_owned(),
-            });
+            jobs.push(Job::Prefetch { slot: i, gen, tag: String::from_utf8_lossy(s.name()).into_owned(), asked });
         }
     }
     jobs
@@ -232,6 +299,11 @@ enum Outcome {
     Reserved(Reserve),
     /// Snowflake: the persisted high-water ID was read (Load) or written (Extend).
     Snowflake(i64),
+    /// Loads: the tag exists, with this configured step.
+    Loaded(i64),
+    /// A tag's template and zone (None: no template).
+    Template(Option<(String, String)>),
+    Order(OrderReserve),
     /// Loads only: the tag already has a slot.
     AlreadyLoaded,
     NoFreeSlot,
@@ -249,11 +321,7 @@ fn run_jobs(
     let mut loading: Vec<&str> = vec![];
     // Slots above the high-water mark are all free.
     let max_tags = shmem::header().map_or(0, |h| h.max_tags as usize);
-    let mut free = max_tags
-        - slots
-            .iter()
-            .filter(|s| s.state.load(Ordering::Acquire) != shmem::SLOT_FREE)
-            .count();
+    let mut free = max_tags - slots.iter().filter(|s| s.state.load(Ordering::Acquire) != shmem::SLOT_FREE).count();
     let now = shmem::now_ms();
     for job in jobs {
         let Some(plans) = plans else {
@@ -270,23 +338,29 @@ fn run_jobs(
                 } else if free == 0 {
                     Outcome::NoFreeSlot
                 } else {
-                    let r = plans.reserve_for(client, tag, |step| step)?;
-                    if matches!(r, Reserve::Done { .. }) {
-                        free -= 1;
-                        loading.push(tag);
+                    // Loading only reads the tag's step: the first segment (or order-number
+                    // block) is reserved when it is first needed, so a call that fails later
+                    // (e.g. a tag without a template) has reserved nothing.
+                    match plans.tag_step(client, tag)? {
+                        Some(step) => {
+                            free -= 1;
+                            loading.push(tag);
+                            Outcome::Loaded(step)
+                        }
+                        None => Outcome::Reserved(Reserve::Missing),
                     }
-                    Outcome::Reserved(r)
                 }
             }
             Job::Range { tag, n, .. } => Outcome::Reserved(plans.reserve_for(client, tag, |_| *n)?),
-            Job::Snowflake {
-                job: SnowflakeJob::Load,
-                ..
-            } => Outcome::Snowflake(plans.snowflake_read(client)?),
-            Job::Snowflake {
-                job: SnowflakeJob::Extend,
-                ts,
-            } => {
+            Job::Template { tag, .. } => Outcome::Template(plans.template_read(client, tag)?),
+            Job::Order { slot, tag, want, .. } => {
+                let s = &slots[*slot];
+                let cur = s.ord_cur_step.load(Ordering::Relaxed);
+                let lasted = Duration::from_millis((now - s.ord_last_ms.load(Ordering::Relaxed)).max(0) as u64);
+                Outcome::Order(plans.order_block(client, tag, *want, |step| policy.next_step(cur, step, Some(lasted)))?)
+            }
+            Job::Snowflake { job: SnowflakeJob::Load, .. } => Outcome::Snowflake(plans.snowflake_read(client)?),
+            Job::Snowflake { job: SnowflakeJob::Extend, ts } => {
                 let id = snowflake::layout().id_floor(*ts);
                 plans.snowflake_write(client, id)?;
                 Outcome::Snowflake(id)
@@ -353,11 +427,7 @@ fn answer(mb: &Mailbox, code: u32, start: i64, len: i64, detail: &str) {
     mb.r_start.store(start, Ordering::Relaxed);
     mb.r_len.store(len, Ordering::Relaxed);
     mb.set_detail(detail);
-    if mb
-        .state
-        .compare_exchange(shmem::MB_POSTED, shmem::MB_DONE, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
+    if mb.state.compare_exchange(shmem::MB_POSTED, shmem::MB_DONE, Ordering::AcqRel, Ordering::Acquire).is_err() {
         // the caller gave up waiting; the mailbox is ours to free
         mb.state.store(shmem::MB_FREE, Ordering::Release);
     }
@@ -365,12 +435,7 @@ fn answer(mb: &Mailbox, code: u32, start: i64, len: i64, detail: &str) {
 
 fn segment_of(range: Reservation) -> Segment {
     let len = range.len();
-    Segment {
-        start: range.start,
-        len,
-        trigger: trigger_offset(len, guc::PREFETCH_THRESHOLD.get() as u32),
-        period: 0,
-    }
+    Segment { start: range.start, len, trigger: trigger_offset(len, guc::PREFETCH_THRESHOLD.get() as u32), period: 0 }
 }
 
 fn reserve_code(r: &Reserve) -> u32 {
@@ -388,20 +453,12 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
     match (job, outcome) {
         (Job::Load { mb, tag }, Outcome::AlreadyLoaded) => match crate::directory::lookup(h, tag.as_bytes()) {
             Some(r) => answer(&h.mailboxes[*mb], code::OK, slot_index(slots, r.slot), r.gen as i64, ""),
-            None => answer(
-                &h.mailboxes[*mb],
-                code::INTERNAL,
-                0,
-                0,
-                "tag vanished while loading; retry",
-            ),
+            None => answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, "tag vanished while loading; retry"),
         },
-        (Job::Load { mb, tag }, Outcome::Reserved(Reserve::Done { range, step })) => {
-            match assign_slot(h, tag, range, step, now) {
-                Some((idx, gen)) => answer(&h.mailboxes[*mb], code::OK, idx as i64, gen as i64, ""),
-                None => answer(&h.mailboxes[*mb], code::TOO_MANY_TAGS, 0, 0, ""),
-            }
-        }
+        (Job::Load { mb, tag }, Outcome::Loaded(step)) => match assign_slot(h, tag, step) {
+            Some((idx, gen)) => answer(&h.mailboxes[*mb], code::OK, idx as i64, gen as i64, ""),
+            None => answer(&h.mailboxes[*mb], code::TOO_MANY_TAGS, 0, 0, ""),
+        },
         (Job::Range { mb, .. }, Outcome::Reserved(Reserve::Done { range, .. })) => {
             answer(&h.mailboxes[*mb], code::OK, range.start, range.len() as i64, "")
         }
@@ -410,24 +467,71 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 Outcome::Reserved(r) => reserve_code(&r),
                 Outcome::NoFreeSlot => code::TOO_MANY_TAGS,
                 Outcome::CatalogMissing => code::CATALOG_MISSING,
-                Outcome::AlreadyLoaded | Outcome::Snowflake(_) => code::INTERNAL,
+                _ => code::INTERNAL,
             };
             answer(&h.mailboxes[*mb], c, 0, 0, "")
         }
-        (
-            Job::Snowflake {
-                job: SnowflakeJob::Load,
-                ..
-            },
-            Outcome::Snowflake(id),
-        ) => snowflake::resume(h, id),
-        (
-            Job::Snowflake {
-                job: SnowflakeJob::Extend,
-                ts,
-            },
-            Outcome::Snowflake(_),
-        ) => snowflake::publish_reservation(h, *ts),
+        (Job::Template { mb, tag }, o) => {
+            let found = match o {
+                Outcome::Template(t) => t,
+                Outcome::CatalogMissing => return answer(&h.mailboxes[*mb], code::CATALOG_MISSING, 0, 0, ""),
+                _ => return answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, ""),
+            };
+            let c = shmem::with_dir_lock(h, true, || {
+                let Some(s) = slots
+                    .iter()
+                    .find(|s| s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == tag.as_bytes())
+                else {
+                    return code::UNKNOWN_TAG;
+                };
+                match &found {
+                    Some((text, zone)) => {
+                        s.tpl.write(text, zone);
+                        code::OK
+                    }
+                    None => {
+                        s.tpl.set_state(shmem::TPL_MISSING);
+                        code::NO_TEMPLATE
+                    }
+                }
+            });
+            answer(&h.mailboxes[*mb], c, 0, 0, "")
+        }
+        (Job::Order { slot, gen, .. }, o) => {
+            let s = &slots[*slot];
+            if s.gen.load(Ordering::Acquire) != *gen {
+                return;
+            }
+            match o {
+                Outcome::Order(OrderReserve::Done(b)) => {
+                    s.ord_locked.store(0, Ordering::Relaxed);
+                    if s.ord_err_code.load(Ordering::Relaxed) == code::OVERFLOW {
+                        s.ord_err_code.store(code::OK, Ordering::Relaxed);
+                    }
+                    let len = (b.end - b.start + 1) as u64;
+                    s.ord_cur_step.store(len as i64, Ordering::Relaxed);
+                    s.ord_last_ms.store(now, Ordering::Relaxed);
+                    let trigger = trigger_offset(len, guc::PREFETCH_THRESHOLD.get() as u32);
+                    // a gap, never a duplicate, if a block is already waiting
+                    let _ = s.ord.publish(Segment { start: b.start, len, trigger, period: b.period });
+                }
+                Outcome::Order(OrderReserve::Locked) => s.ord_locked.store(1, Ordering::Relaxed),
+                Outcome::Order(OrderReserve::Overflow(period)) => {
+                    s.ord_err_period.store(period, Ordering::Relaxed);
+                    order_error(s, code::OVERFLOW);
+                }
+                Outcome::Order(OrderReserve::Missing) => {
+                    shmem::with_dir_lock(h, true, || s.tpl.set_state(shmem::TPL_MISSING));
+                    order_error(s, code::NO_TEMPLATE);
+                }
+                Outcome::CatalogMissing => order_error(s, code::CATALOG_MISSING),
+                _ => order_error(s, code::INTERNAL),
+            }
+        }
+        (Job::Snowflake { job: SnowflakeJob::Load, .. }, Outcome::Snowflake(id)) => snowflake::resume(h, id),
+        (Job::Snowflake { job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(_)) => {
+            snowflake::publish_reservation(h, *ts)
+        }
         (Job::Snowflake { .. }, _) => snowflake::report_failure(h),
         (Job::Prefetch { slot, gen, .. }, o) => {
             let s = &slots[*slot];
@@ -444,10 +548,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     // skipped (a gap, never a duplicate).
                     let _ = s.seg.publish(segment_of(range));
                 }
-                Outcome::Reserved(Reserve::Locked) => {
-                    s.locked.store(1, Ordering::Relaxed);
-                    s.want.store(shmem::WANT_SEGMENT, Ordering::Release);
-                }
+                Outcome::Reserved(Reserve::Locked) => s.locked.store(1, Ordering::Relaxed),
                 Outcome::Reserved(Reserve::Missing) => {
                     // The row is gone (deleted without our trigger seeing it commit, e.g. by
                     // DROP EXTENSION): retire the slot; callers reload and get "unknown tag".
@@ -455,10 +556,15 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 }
                 Outcome::Reserved(Reserve::Exhausted) => slot_error(s, code::EXHAUSTED),
                 Outcome::CatalogMissing => slot_error(s, code::CATALOG_MISSING),
-                Outcome::NoFreeSlot | Outcome::AlreadyLoaded | Outcome::Snowflake(_) => {}
+                _ => {}
             }
         }
     }
+}
+
+fn order_error(s: &TagSlot, c: u32) {
+    s.ord_err_code.store(c, Ordering::Relaxed);
+    s.ord_err_seq.fetch_add(1, Ordering::AcqRel);
 }
 
 fn slot_error(s: &TagSlot, c: u32) {
@@ -471,13 +577,13 @@ fn slot_index(slots: &[TagSlot], s: &TagSlot) -> i64 {
 }
 
 /// Put a freshly loaded tag into a free slot with its first segment.
-fn assign_slot(h: &'static Header, tag: &str, range: Reservation, step: i64, now: i64) -> Option<(usize, u64)> {
+/// Put a freshly loaded tag into a free slot, with no segment yet. The last-reservation times
+/// start at 0 so the first segment and block have the configured step (Leaf's rule then sees a
+/// "slow" previous segment and does not grow the step).
+fn assign_slot(h: &'static Header, tag: &str, step: i64) -> Option<(usize, u64)> {
     shmem::with_dir_lock(h, true, || {
         let slots = shmem::all_slots(h);
-        let (idx, s) = slots
-            .iter()
-            .enumerate()
-            .find(|(_, s)| s.state.load(Ordering::Acquire) == shmem::SLOT_FREE)?;
+        let (idx, s) = slots.iter().enumerate().find(|(_, s)| s.state.load(Ordering::Acquire) == shmem::SLOT_FREE)?;
         h.slots_used.fetch_max(idx as u32 + 1, Ordering::AcqRel);
         s.gen.fetch_add(1, Ordering::AcqRel);
         s.seg.reset();
@@ -486,13 +592,20 @@ fn assign_slot(h: &'static Header, tag: &str, range: Reservation, step: i64, now
         s.err_code.store(code::OK, Ordering::Relaxed);
         s.locked.store(0, Ordering::Relaxed);
         s.cur_step.store(step, Ordering::Relaxed);
-        s.last_alloc_ms.store(now, Ordering::Relaxed);
+        s.last_alloc_ms.store(0, Ordering::Relaxed);
         s.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
         s.rate_total.store(0, Ordering::Relaxed);
-        s.rate_ms.store(now, Ordering::Relaxed);
+        s.rate_ms.store(shmem::now_ms(), Ordering::Relaxed);
         s.waits.store(0, Ordering::Relaxed);
-        s.seg.publish(segment_of(range)).ok()?;
-        s.seg.switch_from(0);
+        s.ord.reset();
+        s.ord_want.store(0, Ordering::Relaxed);
+        s.ord_want_period.store(i64::MIN, Ordering::Relaxed);
+        s.ord_err_code.store(code::OK, Ordering::Relaxed);
+        s.ord_locked.store(0, Ordering::Relaxed);
+        s.ord_waits.store(0, Ordering::Relaxed);
+        s.ord_cur_step.store(step, Ordering::Relaxed);
+        s.ord_last_ms.store(0, Ordering::Relaxed);
+        s.tpl.set_state(shmem::TPL_UNKNOWN);
         let gen = s.gen.load(Ordering::Acquire);
         s.state.store(shmem::SLOT_ACTIVE, Ordering::Release);
         Some((idx, gen))
@@ -506,6 +619,8 @@ fn fail_all(h: &'static Header, jobs: &[Job], msg: &str) {
             Job::Load { mb, .. } | Job::Range { mb, .. } => answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, msg),
             Job::Prefetch { slot, .. } => slot_error(&slots[*slot], code::INTERNAL),
             Job::Snowflake { .. } => snowflake::report_failure(h),
+            Job::Template { mb, .. } => answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, msg),
+            Job::Order { slot, .. } => order_error(&slots[*slot], code::INTERNAL),
         }
     }
 }

@@ -109,10 +109,7 @@ mod tests {
 
     #[test]
     fn never_above_the_maximum_nor_below_the_configured_step() {
-        let p = StepPolicy {
-            max_step: 3000,
-            ..StepPolicy::default()
-        };
+        let p = StepPolicy { max_step: 3000, ..StepPolicy::default() };
         assert_eq!(p.next_step(2000, 1000, Some(MIN)), 3000);
         assert_eq!(p.next_step(3000, 1000, Some(MIN)), 3000);
         // the configured step wins over a smaller maximum
@@ -123,10 +120,7 @@ mod tests {
 
     #[test]
     fn disabled_means_the_configured_step() {
-        let p = StepPolicy {
-            enabled: false,
-            ..StepPolicy::default()
-        };
+        let p = StepPolicy { enabled: false, ..StepPolicy::default() };
         assert_eq!(p.next_step(8000, 100, Some(MIN)), 100);
     }
 
@@ -134,13 +128,7 @@ mod tests {
     fn reserve_basics() {
         assert_eq!(reserve(0, 1000), Ok(Reservation { start: 1, end: 1000 }));
         assert_eq!(reserve(1000, 1).unwrap().len(), 1);
-        assert_eq!(
-            reserve(i64::MAX - 5, 1000),
-            Ok(Reservation {
-                start: i64::MAX - 4,
-                end: i64::MAX
-            })
-        );
+        assert_eq!(reserve(i64::MAX - 5, 1000), Ok(Reservation { start: i64::MAX - 4, end: i64::MAX }));
         assert_eq!(reserve(i64::MAX, 1), Err(Exhausted { max_id: i64::MAX }));
         assert_eq!(reserve(-10, 5), Ok(Reservation { start: -9, end: -5 }));
     }

@@ -5,5 +5,7 @@
 //! arithmetic and Leaf's adaptive step ([`adaptive`]).
 
 pub mod adaptive;
+pub mod check;
 pub mod segment;
 pub mod snowflake;
+pub mod template;

@@ -129,6 +129,9 @@ pub enum Draw {
         period: i64,
         /// This claim crossed the prefetch threshold: ask for the next segment now.
         prefetch: bool,
+        /// The epoch the value was claimed in (to switch away from a segment whose period is
+        /// over before it is used up).
+        epoch: u32,
     },
     /// The segment of `epoch` is used up; switch (or wait for the next segment) and retry.
     Exhausted { epoch: u32 },
@@ -204,15 +207,7 @@ impl SegmentBuffer {
             e.epoch.store(INVALID, Ordering::Relaxed);
         }
         fence(Ordering::Release);
-        self.entries[0].write(
-            0,
-            &Segment {
-                start: 0,
-                len: 0,
-                trigger: u64::MAX,
-                period: 0,
-            },
-        );
+        self.entries[0].write(0, &Segment { start: 0, len: 0, trigger: u64::MAX, period: 0 });
         self.published.store(0, Ordering::Release);
         self.retired.store(0, Ordering::Relaxed);
         self.cursor.store(pack(0, 0), Ordering::Release);
@@ -228,6 +223,7 @@ impl SegmentBuffer {
                 value: seg.start + offset as i64,
                 period: seg.period,
                 prefetch: offset == seg.trigger,
+                epoch,
             },
             Some(_) => Draw::Exhausted { epoch },
         }
@@ -252,11 +248,7 @@ impl SegmentBuffer {
                 .compare_exchange_weak(word, pack(epoch, offset + take), Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                return Claim::Range {
-                    start: seg.start + offset as i64,
-                    len: take,
-                    period: seg.period,
-                };
+                return Claim::Range { start: seg.start + offset as i64, len: take, period: seg.period };
             }
         }
     }
@@ -296,11 +288,7 @@ impl SegmentBuffer {
                 return false;
             }
             let next = epoch.wrapping_add(1);
-            if self
-                .cursor
-                .compare_exchange(word, pack(next, 0), Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
+            if self.cursor.compare_exchange(word, pack(next, 0), Ordering::AcqRel, Ordering::Acquire).is_ok() {
                 if let Some(seg) = self.entries[epoch as usize % RING].read(epoch) {
                     self.retired.fetch_add(seg.len, Ordering::Relaxed);
                 }
@@ -332,14 +320,15 @@ impl SegmentBuffer {
     }
 
     /// Does the buffer want a prefetch? True when nothing is published ahead and the current
-    /// segment is past its trigger (or exhausted). Used by the worker's periodic sweep.
+    /// (real) segment is past its trigger or exhausted. A buffer that never had a segment has
+    /// no demand yet: its first segment is asked for explicitly. Used by the worker's sweep.
     pub fn wants_next(&self) -> bool {
         let (epoch, offset) = self.position();
         if self.next_ready(epoch) {
             return false;
         }
         match self.entries[epoch as usize % RING].read(epoch) {
-            Some(seg) => offset >= seg.trigger || offset >= seg.len,
+            Some(seg) => seg.len > 0 && (offset > seg.trigger || offset >= seg.len),
             None => false,
         }
     }
@@ -349,12 +338,7 @@ impl SegmentBuffer {
         let (epoch, offset) = self.position();
         let current = self.entries[epoch as usize % RING].read(epoch).filter(|s| s.len > 0);
         let used = current.map_or(0, |s| offset.min(s.len));
-        Snapshot {
-            current,
-            used,
-            next: self.peek_next(epoch),
-            total_used: self.retired.load(Ordering::Relaxed) + used,
-        }
+        Snapshot { current, used, next: self.peek_next(epoch), total_used: self.retired.load(Ordering::Relaxed) + used }
     }
 }
 
@@ -374,12 +358,7 @@ mod tests {
     use std::sync::Arc;
 
     fn seg(start: i64, len: u64) -> Segment {
-        Segment {
-            start,
-            len,
-            trigger: trigger_offset(len, 10),
-            period: 0,
-        }
+        Segment { start, len, trigger: trigger_offset(len, 10), period: 0 }
     }
 
     #[test]
@@ -413,10 +392,7 @@ mod tests {
     fn rejects_bad_lengths() {
         let b = SegmentBuffer::new();
         assert_eq!(b.publish(seg(1, 0)), Err(PublishError::BadLength(0)));
-        assert_eq!(
-            b.publish(seg(1, MAX_SEGMENT_LEN + 1)),
-            Err(PublishError::BadLength(MAX_SEGMENT_LEN + 1))
-        );
+        assert_eq!(b.publish(seg(1, MAX_SEGMENT_LEN + 1)), Err(PublishError::BadLength(MAX_SEGMENT_LEN + 1)));
     }
 
     #[test]
@@ -426,14 +402,30 @@ mod tests {
         b.switch_from(0);
         let mut fired = vec![];
         for _ in 0..100 {
-            if let Draw::Value {
-                value, prefetch: true, ..
-            } = b.draw()
-            {
+            if let Draw::Value { value, prefetch: true, .. } = b.draw() {
                 fired.push(value);
             }
         }
         assert_eq!(fired, vec![11]); // offset 10 of 100 = 10% used
+    }
+
+    #[test]
+    fn wants_next_only_after_real_use() {
+        let b = SegmentBuffer::new();
+        assert!(!b.wants_next(), "a fresh buffer has no demand");
+        b.draw();
+        assert!(!b.wants_next(), "nor after a draw that found nothing");
+        b.publish(seg(1, 100)).unwrap();
+        assert!(!b.wants_next(), "a segment is waiting");
+        b.switch_from(0);
+        for _ in 0..10 {
+            b.draw();
+        }
+        assert!(!b.wants_next(), "below the 10% trigger");
+        b.draw();
+        assert!(b.wants_next(), "past the trigger");
+        b.publish(seg(101, 100)).unwrap();
+        assert!(!b.wants_next(), "one ahead at most");
     }
 
     #[test]
@@ -451,23 +443,9 @@ mod tests {
         let b = SegmentBuffer::new();
         b.publish(seg(1, 10)).unwrap();
         b.switch_from(0);
-        assert_eq!(
-            b.claim_range(4),
-            Claim::Range {
-                start: 1,
-                len: 4,
-                period: 0
-            }
-        );
+        assert_eq!(b.claim_range(4), Claim::Range { start: 1, len: 4, period: 0 });
         assert!(matches!(b.draw(), Draw::Value { value: 5, .. }));
-        assert_eq!(
-            b.claim_range(100),
-            Claim::Range {
-                start: 6,
-                len: 5,
-                period: 0
-            }
-        );
+        assert_eq!(b.claim_range(100), Claim::Range { start: 6, len: 5, period: 0 });
         assert_eq!(b.claim_range(1), Claim::Exhausted { epoch: 1 });
     }
 
@@ -525,12 +503,7 @@ mod tests {
                 while !stop.load(Ordering::Relaxed) {
                     if b.wants_next() || b.position().1 > 0 && !b.next_ready(b.position().0) {
                         let len = 1 + (n % 13) * 7; // small, varied segments: constant switching
-                        let s = Segment {
-                            start: next_start,
-                            len,
-                            trigger: trigger_offset(len, 10),
-                            period: 0,
-                        };
+                        let s = Segment { start: next_start, len, trigger: trigger_offset(len, 10), period: 0 };
                         if b.publish(s).is_ok() {
                             published.push((next_start, len));
                             next_start += len as i64 + (n % 3) as i64; // sometimes a gap
@@ -598,10 +571,7 @@ mod tests {
             while i < published.len() && v >= published[i].0 + published[i].1 as i64 {
                 i += 1;
             }
-            assert!(
-                i < published.len() && v >= published[i].0,
-                "value {v} outside every segment"
-            );
+            assert!(i < published.len() && v >= published[i].0, "value {v} outside every segment");
         }
     }
 }

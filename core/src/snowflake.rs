@@ -64,18 +64,9 @@ impl Layout {
         epoch_ms: i64,
         node_id: i64,
     ) -> Result<Layout, LayoutError> {
-        let (t, n, s) = (
-            time_bits.clamp(0, 64) as u32,
-            node_bits.clamp(0, 64) as u32,
-            seq_bits.clamp(0, 64) as u32,
-        );
+        let (t, n, s) = (time_bits.clamp(0, 64) as u32, node_bits.clamp(0, 64) as u32, seq_bits.clamp(0, 64) as u32);
         if time_bits + node_bits + seq_bits != 63 || time_bits < 0 || node_bits < 0 || seq_bits < 0 {
-            return Err(LayoutError::BadSum {
-                time: t,
-                node: n,
-                seq: s,
-                sum: t + n + s,
-            });
+            return Err(LayoutError::BadSum { time: t, node: n, seq: s, sum: t + n + s });
         }
         if !(1..=22).contains(&s) {
             return Err(LayoutError::BadSequenceBits(s));
@@ -85,22 +76,12 @@ impl Layout {
         }
         let max = (1u64 << n) - 1;
         if node_id < 0 || node_id as u64 > max {
-            return Err(LayoutError::NodeOutOfRange {
-                node_id,
-                node_bits: n,
-                max,
-            });
+            return Err(LayoutError::NodeOutOfRange { node_id, node_bits: n, max });
         }
         if epoch_ms < 0 {
             return Err(LayoutError::BadEpoch);
         }
-        Ok(Layout {
-            time_bits: t,
-            node_bits: n,
-            seq_bits: s,
-            epoch_ms,
-            node_id: node_id as u32,
-        })
+        Ok(Layout { time_bits: t, node_bits: n, seq_bits: s, epoch_ms, node_id: node_id as u32 })
     }
 
     pub fn max_seq(&self) -> u64 {
@@ -125,11 +106,7 @@ impl Layout {
         let id = id as u64;
         let ts = id >> (self.node_bits + self.seq_bits);
         let node = (id >> self.seq_bits) & ((1u64 << self.node_bits) - 1);
-        Some(Decoded {
-            unix_ms: ts as i64 + self.epoch_ms,
-            node_id: node as u32,
-            seq: (id & self.max_seq()) as u32,
-        })
+        Some(Decoded { unix_ms: ts as i64 + self.epoch_ms, node_id: node as u32, seq: (id & self.max_seq()) as u32 })
     }
 
     /// The smallest ID with timestamp `ts` (node 0, sequence 0): every ID with a smaller
@@ -159,9 +136,7 @@ pub fn parse_epoch(text: &str) -> Result<i64, String> {
     } else if let Ok(dt) = NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S") {
         dt.and_utc().timestamp_millis()
     } else if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        d.and_hms_opt(0, 0, 0)
-            .map(|dt| dt.and_utc().timestamp_millis())
-            .unwrap_or(-1)
+        d.and_hms_opt(0, 0, 0).map(|dt| dt.and_utc().timestamp_millis()).unwrap_or(-1)
     } else {
         return Err(format!(
             "invalid snowflake epoch \"{text}\": use YYYY-MM-DD, YYYY-MM-DD HH:MM:SS (UTC) or RFC 3339"
@@ -182,10 +157,7 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Policy {
-            max_wait: 5,
-            max_borrow: 2000,
-        }
+        Policy { max_wait: 5, max_borrow: 2000 }
     }
 }
 
@@ -224,10 +196,7 @@ pub fn decide(last: (i64, u64), now: i64, paced: i64, reserved: i64, layout: &La
         if last_seq < layout.max_seq() {
             (last_ts, last_seq + 1, false)
         } else {
-            return Decision::Wait {
-                until: last_ts + 1,
-                reason: WaitReason::SequenceExhausted,
-            };
+            return Decision::Wait { until: last_ts + 1, reason: WaitReason::SequenceExhausted };
         }
     } else {
         // The clock is behind the last issued timestamp. Never go back to it: continue from
@@ -235,20 +204,14 @@ pub fn decide(last: (i64, u64), now: i64, paced: i64, reserved: i64, layout: &La
         // sequence moves to the next millisecond, never back to 0 at the old one).
         let behind = last_ts - now;
         if behind <= policy.max_wait {
-            return Decision::Wait {
-                until: last_ts,
-                reason: WaitReason::ClockBehind,
-            };
+            return Decision::Wait { until: last_ts, reason: WaitReason::ClockBehind };
         }
         let (ts, seq) = if last_seq < layout.max_seq() {
             (last_ts, last_seq + 1)
         } else if paced == now {
             // At most one borrowed millisecond per tick of the clock: borrowing never runs
             // ahead faster than time passes, so the lag cannot grow by itself under load.
-            return Decision::Wait {
-                until: now + 1,
-                reason: WaitReason::SequenceExhausted,
-            };
+            return Decision::Wait { until: now + 1, reason: WaitReason::SequenceExhausted };
         } else {
             (last_ts + 1, 0)
         };
@@ -317,11 +280,7 @@ impl Default for Generator {
 
 impl Generator {
     pub const fn new() -> Self {
-        Generator {
-            word: AtomicU64::new(0),
-            reserved: AtomicI64::new(0),
-            paced: AtomicI64::new(i64::MIN),
-        }
+        Generator { word: AtomicU64::new(0), reserved: AtomicI64::new(0), paced: AtomicI64::new(i64::MIN) }
     }
 
     fn split(word: u64, layout: &Layout) -> (i64, u64) {
@@ -338,11 +297,7 @@ impl Generator {
         let floor = layout.ts_floor_for(high_water_id);
         // "Last issued" = the last sequence of the millisecond before the floor, so the next
         // ID has a timestamp >= floor whatever the clock reads.
-        let word = if floor == 0 {
-            0
-        } else {
-            Self::join(floor - 1, layout.max_seq(), layout)
-        };
+        let word = if floor == 0 { 0 } else { Self::join(floor - 1, layout.max_seq(), layout) };
         self.word.store(word, Ordering::Release);
         self.reserved.store(floor, Ordering::Release);
     }
@@ -376,11 +331,7 @@ impl Generator {
             match decide(last, now, paced, self.reserved(), layout, policy) {
                 Decision::Issue { ts, seq, borrowed } => {
                     let new = Self::join(ts, seq, layout);
-                    if self
-                        .word
-                        .compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok()
-                    {
+                    if self.word.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                         if borrowed && seq == 0 {
                             self.paced.store(now, Ordering::Relaxed);
                         }
@@ -421,27 +372,12 @@ mod tests {
     #[test]
     fn layout_validation() {
         assert!(Layout::new(41, 10, 12, 0, 1023).is_ok());
-        assert_eq!(
-            Layout::new(41, 10, 13, 0, 0),
-            Err(LayoutError::BadSum {
-                time: 41,
-                node: 10,
-                seq: 13,
-                sum: 64
-            })
-        );
+        assert_eq!(Layout::new(41, 10, 13, 0, 0), Err(LayoutError::BadSum { time: 41, node: 10, seq: 13, sum: 64 }));
         assert_eq!(
             Layout::new(41, 10, 12, 0, 1024),
-            Err(LayoutError::NodeOutOfRange {
-                node_id: 1024,
-                node_bits: 10,
-                max: 1023
-            })
+            Err(LayoutError::NodeOutOfRange { node_id: 1024, node_bits: 10, max: 1023 })
         );
-        assert!(matches!(
-            Layout::new(41, 10, 12, 0, -1),
-            Err(LayoutError::NodeOutOfRange { .. })
-        ));
+        assert!(matches!(Layout::new(41, 10, 12, 0, -1), Err(LayoutError::NodeOutOfRange { .. })));
         assert_eq!(Layout::new(63, 0, 0, 0, 0), Err(LayoutError::BadSequenceBits(0)));
         assert_eq!(Layout::new(20, 21, 22, 0, 0), Err(LayoutError::BadTimeBits(20)));
         assert_eq!(Layout::new(41, 10, 12, -5, 0), Err(LayoutError::BadEpoch));
@@ -463,14 +399,7 @@ mod tests {
         let l = layout();
         let id = l.compose(123_456, 42);
         assert_eq!(id, (123_456i64 << 22) | (7 << 12) | 42);
-        assert_eq!(
-            l.decode(id),
-            Some(Decoded {
-                unix_ms: l.epoch_ms + 123_456,
-                node_id: 7,
-                seq: 42
-            })
-        );
+        assert_eq!(l.decode(id), Some(Decoded { unix_ms: l.epoch_ms + 123_456, node_id: 7, seq: 42 }));
         assert_eq!(l.decode(-1), None);
         let max = l.compose(l.max_ts(), l.max_seq());
         assert!(max > 0);
@@ -480,74 +409,28 @@ mod tests {
     #[test]
     fn policy_normal_same_ms_and_overflow() {
         let (l, p) = (layout(), Policy::default());
-        assert_eq!(
-            decide((10, 5), 11, NP, FAR, &l, &p),
-            Decision::Issue {
-                ts: 11,
-                seq: 0,
-                borrowed: false
-            }
-        );
-        assert_eq!(
-            decide((10, 5), 10, NP, FAR, &l, &p),
-            Decision::Issue {
-                ts: 10,
-                seq: 6,
-                borrowed: false
-            }
-        );
+        assert_eq!(decide((10, 5), 11, NP, FAR, &l, &p), Decision::Issue { ts: 11, seq: 0, borrowed: false });
+        assert_eq!(decide((10, 5), 10, NP, FAR, &l, &p), Decision::Issue { ts: 10, seq: 6, borrowed: false });
         assert_eq!(
             decide((10, 4095), 10, NP, FAR, &l, &p),
-            Decision::Wait {
-                until: 11,
-                reason: WaitReason::SequenceExhausted
-            }
+            Decision::Wait { until: 11, reason: WaitReason::SequenceExhausted }
         );
     }
 
     #[test]
     fn policy_clock_behind_waits_then_borrows_then_refuses() {
-        let (l, p) = (
-            layout(),
-            Policy {
-                max_wait: 5,
-                max_borrow: 2000,
-            },
-        );
+        let (l, p) = (layout(), Policy { max_wait: 5, max_borrow: 2000 });
         assert_eq!(
             decide((1000, 1), 997, NP, FAR, &l, &p),
-            Decision::Wait {
-                until: 1000,
-                reason: WaitReason::ClockBehind
-            }
+            Decision::Wait { until: 1000, reason: WaitReason::ClockBehind }
         );
         assert_eq!(
             decide((1000, 1), 995, NP, FAR, &l, &p),
-            Decision::Wait {
-                until: 1000,
-                reason: WaitReason::ClockBehind
-            }
+            Decision::Wait { until: 1000, reason: WaitReason::ClockBehind }
         );
-        assert_eq!(
-            decide((1000, 1), 994, NP, FAR, &l, &p),
-            Decision::Issue {
-                ts: 1000,
-                seq: 2,
-                borrowed: true
-            }
-        );
-        assert_eq!(
-            decide((1000, 1), -1000, NP, FAR, &l, &p),
-            Decision::Issue {
-                ts: 1000,
-                seq: 2,
-                borrowed: true
-            }
-        );
-        assert_eq!(
-            decide((1000, 1), -1001, NP, FAR, &l, &p),
-            Decision::Refuse { behind: 2001 }
-        );
+        assert_eq!(decide((1000, 1), 994, NP, FAR, &l, &p), Decision::Issue { ts: 1000, seq: 2, borrowed: true });
+        assert_eq!(decide((1000, 1), -1000, NP, FAR, &l, &p), Decision::Issue { ts: 1000, seq: 2, borrowed: true });
+        assert_eq!(decide((1000, 1), -1001, NP, FAR, &l, &p), Decision::Refuse { behind: 2001 });
     }
 
     /// Twitter's original generator reset the sequence before checking the clock: with the
@@ -564,17 +447,7 @@ mod tests {
         }
         // and never beyond the borrow limit
         assert_eq!(
-            decide(
-                (1000, 4095),
-                1000 - 2000,
-                NP,
-                FAR,
-                &l,
-                &Policy {
-                    max_wait: 5,
-                    max_borrow: 2000
-                }
-            ),
+            decide((1000, 4095), 1000 - 2000, NP, FAR, &l, &Policy { max_wait: 5, max_borrow: 2000 }),
             Decision::Refuse { behind: 2001 }
         );
     }
@@ -586,39 +459,19 @@ mod tests {
     fn borrowing_is_paced_by_the_clock() {
         let (l, p) = (layout(), Policy::default());
         // sequence exhausted while 100 ms behind: the first time, borrow the next millisecond
-        assert_eq!(
-            decide((1100, 4095), 1000, NP, FAR, &l, &p),
-            Decision::Issue {
-                ts: 1101,
-                seq: 0,
-                borrowed: true
-            }
-        );
+        assert_eq!(decide((1100, 4095), 1000, NP, FAR, &l, &p), Decision::Issue { ts: 1101, seq: 0, borrowed: true });
         // already borrowed at this clock reading: wait for the clock to tick instead
         assert_eq!(
             decide((1101, 4095), 1000, 1000, FAR, &l, &p),
-            Decision::Wait {
-                until: 1001,
-                reason: WaitReason::SequenceExhausted
-            }
+            Decision::Wait { until: 1001, reason: WaitReason::SequenceExhausted }
         );
-        assert_eq!(
-            decide((1101, 4095), 1001, 1000, FAR, &l, &p),
-            Decision::Issue {
-                ts: 1102,
-                seq: 0,
-                borrowed: true
-            }
-        );
+        assert_eq!(decide((1101, 4095), 1001, 1000, FAR, &l, &p), Decision::Issue { ts: 1102, seq: 0, borrowed: true });
     }
 
     #[test]
     fn sustained_load_while_borrowing_keeps_the_lag_constant() {
         let l = layout();
-        let p = Policy {
-            max_wait: 5,
-            max_borrow: 2000,
-        };
+        let p = Policy { max_wait: 5, max_borrow: 2000 };
         let g = Generator::new();
         // a restart whose reservation is 1 s ahead of the clock
         g.resume_above(l.id_floor(1_001_000), &l);
@@ -637,26 +490,13 @@ mod tests {
     fn reservation_and_time_range_bound_issuing() {
         let (l, p) = (layout(), Policy::default());
         assert_eq!(decide((10, 0), 20, NP, 20, &l, &p), Decision::Reserve { ts: 20 });
-        assert_eq!(
-            decide((10, 0), 20, NP, 21, &l, &p),
-            Decision::Issue {
-                ts: 20,
-                seq: 0,
-                borrowed: false
-            }
-        );
+        assert_eq!(decide((10, 0), 20, NP, 21, &l, &p), Decision::Issue { ts: 20, seq: 0, borrowed: false });
         let max = l.max_ts();
         assert_eq!(
             decide((max, l.max_seq()), max, NP, FAR, &l, &p),
-            Decision::Wait {
-                until: max + 1,
-                reason: WaitReason::SequenceExhausted
-            }
+            Decision::Wait { until: max + 1, reason: WaitReason::SequenceExhausted }
         );
-        assert_eq!(
-            decide((max, l.max_seq()), max + 1, NP, FAR, &l, &p),
-            Decision::TimeExhausted
-        );
+        assert_eq!(decide((max, l.max_seq()), max + 1, NP, FAR, &l, &p), Decision::TimeExhausted);
     }
 
     /// A clock the test sets by hand; pauses advance it.
@@ -685,10 +525,7 @@ mod tests {
     #[test]
     fn generator_is_strictly_increasing_through_clock_faults() {
         let l = layout();
-        let p = Policy {
-            max_wait: 5,
-            max_borrow: 2000,
-        };
+        let p = Policy { max_wait: 5, max_borrow: 2000 };
         let g = Generator::new();
         g.resume_above(0, &l);
         g.extend_reservation(FAR);
@@ -714,10 +551,7 @@ mod tests {
     #[test]
     fn generator_refuses_far_behind_and_resumes_when_the_clock_catches_up() {
         let l = layout();
-        let p = Policy {
-            max_wait: 5,
-            max_borrow: 2000,
-        };
+        let p = Policy { max_wait: 5, max_borrow: 2000 };
         let g = Generator::new();
         g.resume_above(0, &l);
         g.extend_reservation(FAR);
@@ -733,10 +567,7 @@ mod tests {
     #[test]
     fn restart_resumes_above_the_reservation_whatever_the_clock() {
         let l = layout();
-        let p = Policy {
-            max_wait: 5,
-            max_borrow: 2000,
-        };
+        let p = Policy { max_wait: 5, max_borrow: 2000 };
         let before = Generator::new();
         before.resume_above(0, &l);
         before.extend_reservation(1_001_000);
@@ -757,10 +588,7 @@ mod tests {
         assert!(matches!(after.next(&l, &p, &clock), Err(NextError::ClockBehind { .. })));
         clock.set(l.epoch_ms + 999_100);
         // within the borrow limit now, but the new reservation is not made yet
-        assert!(matches!(
-            after.next(&l, &p, &clock),
-            Err(NextError::NeedReservation { .. })
-        ));
+        assert!(matches!(after.next(&l, &p, &clock), Err(NextError::NeedReservation { .. })));
         after.extend_reservation(1_002_000);
         let (id, ev) = after.next(&l, &p, &clock).unwrap();
         assert!(id > last && id >= high_water && ev.borrowed);
@@ -769,10 +597,7 @@ mod tests {
     #[test]
     fn restart_with_a_later_epoch_still_resumes_above() {
         let old = layout();
-        let new = Layout {
-            epoch_ms: old.epoch_ms + 86_400_000,
-            ..old
-        };
+        let new = Layout { epoch_ms: old.epoch_ms + 86_400_000, ..old };
         let high_water = old.id_floor(5_000_000);
         let g = Generator::new();
         g.resume_above(high_water, &new);
@@ -787,10 +612,7 @@ mod tests {
         struct Sys;
         impl Clock for Sys {
             fn now_ms(&self) -> i64 {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_millis() as i64
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
             }
             fn pause(&self, _: i64) {
                 std::hint::spin_loop();

@@ -56,25 +56,14 @@ impl Cluster {
     /// initdb a fresh cluster with pg_seqgen preloaded and `extra` lines in postgresql.conf.
     pub fn init(name: &str, port: u16, extra: &[&str]) -> Cluster {
         let dir = PathBuf::from(format!("/tmp/pg_seqgen_it/{name}"));
-        let c = Cluster {
-            name: name.into(),
-            dir,
-            port,
-            env: vec![],
-        };
+        let c = Cluster { name: name.into(), dir, port, env: vec![] };
         c.stop_quietly();
         let _ = std::fs::remove_dir_all(&c.dir);
         std::fs::create_dir_all(&c.dir).unwrap();
-        check(
-            Command::new("chown").arg("postgres").arg(&c.dir).output().unwrap(),
-            "chown",
-        );
+        check(Command::new("chown").arg("postgres").arg(&c.dir).output().unwrap(), "chown");
         let data = c.data();
         check(
-            as_postgres(
-                &format!("{PG_BIN}/initdb"),
-                &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
-            ),
+            as_postgres(&format!("{PG_BIN}/initdb"), &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"]),
             "initdb",
         );
         let mut conf = vec![
@@ -109,12 +98,7 @@ impl Cluster {
 
     /// Shift the server's wall clock by `ms` relative to the real clock (negative: behind).
     pub fn set_clock_offset_ms(&self, ms: i64) {
-        let text = format!(
-            "{}{}.{:03}\n",
-            if ms < 0 { "-" } else { "+" },
-            ms.abs() / 1000,
-            ms.abs() % 1000
-        );
+        let text = format!("{}{}.{:03}\n", if ms < 0 { "-" } else { "+" }, ms.abs() / 1000, ms.abs() % 1000);
         let file = format!("{}/faketime.rc", self.dir.display());
         // write and rename, so the server never reads a half-written file
         let tmp = format!("{file}.tmp");
@@ -172,10 +156,7 @@ impl Cluster {
     pub fn stop(&self, mode: &str) {
         let data = self.data();
         check(
-            as_postgres(
-                &format!("{PG_BIN}/pg_ctl"),
-                &["-D", &data, "-m", mode, "-w", "-t", "120", "stop"],
-            ),
+            as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &data, "-m", mode, "-w", "-t", "120", "stop"]),
             "pg_ctl stop",
         );
     }
@@ -183,10 +164,7 @@ impl Cluster {
     fn stop_quietly(&self) {
         let data = self.data();
         if Path::new(&format!("{data}/postmaster.pid")).exists() {
-            let _ = as_postgres(
-                &format!("{PG_BIN}/pg_ctl"),
-                &["-D", &data, "-m", "immediate", "-w", "stop"],
-            );
+            let _ = as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &data, "-m", "immediate", "-w", "stop"]);
         }
     }
 
@@ -194,18 +172,11 @@ impl Cluster {
     /// after a machine crash (they exit by themselves once they notice the postmaster is gone).
     pub fn kill9(&self) {
         let pid = self.postmaster_pid();
-        check(
-            Command::new("kill").arg("-9").arg(pid.to_string()).output().unwrap(),
-            "kill -9",
-        );
+        check(Command::new("kill").arg("-9").arg(pid.to_string()).output().unwrap(), "kill -9");
         // wait for every backend of this cluster to go
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
-            let out = Command::new("pgrep")
-                .arg("-f")
-                .arg(format!("postgres: .*{}", self.port))
-                .output()
-                .unwrap();
+            let out = Command::new("pgrep").arg("-f").arg(format!("postgres: .*{}", self.port)).output().unwrap();
             let children = Command::new("pgrep").arg("-P").arg(pid.to_string()).output().unwrap();
             if !out.status.success() && !children.status.success() && !Path::new(&format!("/proc/{pid}")).exists() {
                 break;
@@ -232,11 +203,7 @@ impl Cluster {
     }
 
     pub fn conninfo(&self, db: &str) -> String {
-        format!(
-            "host={} port={} user=postgres dbname={db}",
-            self.dir.display(),
-            self.port
-        )
+        format!("host={} port={} user=postgres dbname={db}", self.dir.display(), self.port)
     }
 
     pub fn connect(&self) -> Client {
@@ -259,16 +226,11 @@ impl Cluster {
 
     /// Run SQL (several statements allowed) and panic on error.
     pub fn sql(&self, sql: &str) {
-        self.connect()
-            .batch_execute(sql)
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        self.connect().batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
     pub fn one_i64(&self, sql: &str) -> i64 {
-        self.connect()
-            .query_one(sql, &[])
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            .get(0)
+        self.connect().query_one(sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
     }
 }
 
@@ -312,12 +274,7 @@ impl Ledger {
     /// Print the figures (CI reads them) and assert there is no duplicate.
     pub fn assert_unique(&self, what: &str) {
         println!("{what}: {} IDs checked, {} duplicates", self.total, self.duplicates());
-        assert_eq!(
-            self.duplicates(),
-            0,
-            "{what}: IDs issued twice, e.g. {:?}",
-            self.examples()
-        );
+        assert_eq!(self.duplicates(), 0, "{what}: IDs issued twice, e.g. {:?}", self.examples());
     }
 
     pub fn max(&self) -> Option<i64> {
@@ -334,8 +291,5 @@ pub fn on_threads<T: Send + 'static>(n: usize, f: impl Fn(usize) -> T + Send + S
             std::thread::spawn(move || f(i))
         })
         .collect();
-    handles
-        .into_iter()
-        .map(|h| h.join().expect("worker thread panicked"))
-        .collect()
+    handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect()
 }

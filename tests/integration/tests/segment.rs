@@ -30,14 +30,9 @@ fn concurrent_sessions_never_share_an_id() {
         for round in 0..25 {
             // a duplicate would violate the primary key and fail the INSERT
             a.extend(ids(cl
-                .query(
-                    "INSERT INTO ids SELECT 'a', seqgen_next('a') FROM generate_series(1, 1000) RETURNING id",
-                    &[],
-                )
+                .query("INSERT INTO ids SELECT 'a', seqgen_next('a') FROM generate_series(1, 1000) RETURNING id", &[])
                 .unwrap()));
-            b.extend(ids(cl
-                .query("SELECT seqgen_next('b') FROM generate_series(1, 100)", &[])
-                .unwrap()));
+            b.extend(ids(cl.query("SELECT seqgen_next('b') FROM generate_series(1, 100)", &[]).unwrap()));
             let n = 1 + (round * 7) % 40;
             b.extend(ids(cl.query("SELECT seqgen_next_batch('b', $1)", &[&n]).unwrap()));
         }
@@ -69,9 +64,7 @@ fn rolled_back_transactions_never_give_ids_back() {
         for round in 0..50 {
             let mut tx = cl.transaction().unwrap();
             // 25 draws cross at least two segment switches of step 10
-            got.extend(ids(tx
-                .query("SELECT seqgen_next('r') FROM generate_series(1, 25)", &[])
-                .unwrap()));
+            got.extend(ids(tx.query("SELECT seqgen_next('r') FROM generate_series(1, 25)", &[]).unwrap()));
             got.extend(ids(tx.query("SELECT seqgen_next_batch('r', 40)", &[]).unwrap()));
             if (round + i) % 2 == 0 {
                 tx.rollback().unwrap();
@@ -80,9 +73,7 @@ fn rolled_back_transactions_never_give_ids_back() {
             }
         }
         // and draws after all those rollbacks
-        got.extend(ids(cl
-            .query("SELECT seqgen_next('r') FROM generate_series(1, 500)", &[])
-            .unwrap()));
+        got.extend(ids(cl.query("SELECT seqgen_next('r') FROM generate_series(1, 500)", &[]).unwrap()));
         got
     });
     let mut l = Ledger::default();
@@ -138,27 +129,16 @@ fn crash_during_load_never_reissues() {
             ledger_c.add(ci);
             ledger_d.add(di);
         }
-        println!(
-            "round {round} ({how}): {} + {} IDs so far",
-            ledger_c.total, ledger_d.total
-        );
+        println!("round {round} ({how}): {} + {} IDs so far", ledger_c.total, ledger_d.total);
         c.start();
     }
     // after the last restart, keep drawing
     let mut cl = c.connect();
-    ledger_c.add(ids(cl
-        .query("SELECT seqgen_next('c') FROM generate_series(1, 5000)", &[])
-        .unwrap()));
-    ledger_d.add(ids(cl
-        .query("SELECT seqgen_next('d') FROM generate_series(1, 5000)", &[])
-        .unwrap()));
+    ledger_c.add(ids(cl.query("SELECT seqgen_next('c') FROM generate_series(1, 5000)", &[]).unwrap()));
+    ledger_d.add(ids(cl.query("SELECT seqgen_next('d') FROM generate_series(1, 5000)", &[]).unwrap()));
     ledger_c.assert_unique("3 crashes under load, tag c (step 10)");
     ledger_d.assert_unique("3 crashes under load, tag d (step 1000)");
-    assert!(
-        ledger_c.total > 50_000,
-        "too little load to mean anything: {}",
-        ledger_c.total
-    );
+    assert!(ledger_c.total > 50_000, "too little load to mean anything: {}", ledger_c.total);
 }
 
 /// A hot standby refuses to hand out IDs with a clear error; after promotion it continues
@@ -169,53 +149,25 @@ fn standby_refuses_then_promotes_above_primary() {
     p.start();
     p.sql("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('s');");
     let mut before = Ledger::default();
-    before.add(ids(p
-        .connect()
-        .query("SELECT seqgen_next('s') FROM generate_series(1, 3000)", &[])
-        .unwrap()));
+    before.add(ids(p.connect().query("SELECT seqgen_next('s') FROM generate_series(1, 3000)", &[]).unwrap()));
 
-    let s = Cluster {
-        name: "seg_standby".into(),
-        dir: "/tmp/pg_seqgen_it/seg_standby".into(),
-        port: 56105,
-        env: vec![],
-    };
+    let s =
+        Cluster { name: "seg_standby".into(), dir: "/tmp/pg_seqgen_it/seg_standby".into(), port: 56105, env: vec![] };
     let _ = std::fs::remove_dir_all(&s.dir);
     std::fs::create_dir_all(&s.dir).unwrap();
-    std::process::Command::new("chown")
-        .arg("postgres")
-        .arg(&s.dir)
-        .status()
-        .unwrap();
+    std::process::Command::new("chown").arg("postgres").arg(&s.dir).status().unwrap();
     let out = as_postgres(
         &format!("{PG_BIN}/pg_basebackup"),
-        &[
-            "-h",
-            &p.dir.display().to_string(),
-            "-p",
-            "56104",
-            "-U",
-            "postgres",
-            "-D",
-            &s.data(),
-            "-R",
-            "-X",
-            "stream",
-        ],
+        &["-h", &p.dir.display().to_string(), "-p", "56104", "-U", "postgres", "-D", &s.data(), "-R", "-X", "stream"],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    s.append_conf(&format!(
-        "port = 56105\nunix_socket_directories = '{}'",
-        s.dir.display()
-    ));
+    s.append_conf(&format!("port = 56105\nunix_socket_directories = '{}'", s.dir.display()));
     s.start();
 
     let mut sc = s.connect();
-    for sql in [
-        "SELECT seqgen_next('s')",
-        "SELECT seqgen_create('t')",
-        "SELECT count(*) FROM seqgen_next_batch('s', 5)",
-    ] {
+    for sql in
+        ["SELECT seqgen_next('s')", "SELECT seqgen_create('t')", "SELECT count(*) FROM seqgen_next_batch('s', 5)"]
+    {
         let e = sc.query(sql, &[]).expect_err(sql);
         assert_eq!(sqlstate(&e).as_deref(), Some("25006"), "{sql}: {e}");
     }
@@ -227,10 +179,7 @@ fn standby_refuses_then_promotes_above_primary() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut after = vec![];
     while Instant::now() < deadline {
-        match s
-            .connect()
-            .query("SELECT seqgen_next('s') FROM generate_series(1, 3000)", &[])
-        {
+        match s.connect().query("SELECT seqgen_next('s') FROM generate_series(1, 3000)", &[]) {
             Ok(rows) => {
                 after = ids(rows);
                 break;
@@ -238,12 +187,7 @@ fn standby_refuses_then_promotes_above_primary() {
             Err(_) => std::thread::sleep(Duration::from_millis(200)),
         }
     }
-    assert_eq!(
-        after.len(),
-        3000,
-        "promoted standby never served IDs:\n{}",
-        s.log_tail()
-    );
+    assert_eq!(after.len(), 3000, "promoted standby never served IDs:\n{}", s.log_tail());
     assert!(after.iter().min().unwrap() > &before.max().unwrap());
     before.add(after);
     before.assert_unique("primary then promoted standby");
@@ -257,25 +201,11 @@ fn dump_and_restore_continue_above_issued_ids() {
     a.start();
     a.sql("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('o', 100, 1000, 'orders');");
     let mut l = Ledger::default();
-    l.add(ids(a
-        .connect()
-        .query("SELECT seqgen_next('o') FROM generate_series(1, 2500)", &[])
-        .unwrap()));
+    l.add(ids(a.connect().query("SELECT seqgen_next('o') FROM generate_series(1, 2500)", &[]).unwrap()));
     let dump = format!("{}/dump.pgc", a.dir.display());
     let out = as_postgres(
         &format!("{PG_BIN}/pg_dump"),
-        &[
-            "-h",
-            &a.dir.display().to_string(),
-            "-p",
-            "56106",
-            "-U",
-            "postgres",
-            "-Fc",
-            "-f",
-            &dump,
-            "postgres",
-        ],
+        &["-h", &a.dir.display().to_string(), "-p", "56106", "-U", "postgres", "-Fc", "-f", &dump, "postgres"],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
@@ -283,31 +213,15 @@ fn dump_and_restore_continue_above_issued_ids() {
     b.start();
     let out = as_postgres(
         &format!("{PG_BIN}/pg_restore"),
-        &[
-            "-h",
-            &b.dir.display().to_string(),
-            "-p",
-            "56107",
-            "-U",
-            "postgres",
-            "-d",
-            "postgres",
-            &dump,
-        ],
+        &["-h", &b.dir.display().to_string(), "-p", "56107", "-U", "postgres", "-d", "postgres", &dump],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let restored = ids(b
-        .connect()
-        .query("SELECT seqgen_next('o') FROM generate_series(1, 2500)", &[])
-        .unwrap());
+    let restored = ids(b.connect().query("SELECT seqgen_next('o') FROM generate_series(1, 2500)", &[]).unwrap());
     assert!(restored.iter().min().unwrap() > &l.max().unwrap());
     l.add(restored);
     l.assert_unique("before the dump and after the restore");
     // the restored catalog keeps the tag's settings
-    let row = b
-        .connect()
-        .query_one("SELECT step, description FROM seqgen.alloc WHERE biz_tag = 'o'", &[])
-        .unwrap();
+    let row = b.connect().query_one("SELECT step, description FROM seqgen.alloc WHERE biz_tag = 'o'", &[]).unwrap();
     assert_eq!(row.get::<_, i32>(0), 100);
     assert_eq!(row.get::<_, Option<String>>(1).as_deref(), Some("orders"));
 }

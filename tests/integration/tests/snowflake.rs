@@ -15,9 +15,7 @@ fn decode(id: i64) -> (i64, i64, i64) {
 }
 
 fn server_ms(c: &mut Client) -> i64 {
-    c.query_one("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8", &[])
-        .unwrap()
-        .get(0)
+    c.query_one("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8", &[]).unwrap().get(0)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,18 +27,8 @@ struct Status {
 }
 
 fn status(c: &mut Client) -> Status {
-    let r = c
-        .query_one(
-            "SELECT waits, borrows, refusals, lag_ms FROM seqgen_snowflake_status()",
-            &[],
-        )
-        .unwrap();
-    Status {
-        waits: r.get(0),
-        borrows: r.get(1),
-        refusals: r.get(2),
-        lag_ms: r.get(3),
-    }
+    let r = c.query_one("SELECT waits, borrows, refusals, lag_ms FROM seqgen_snowflake_status()", &[]).unwrap();
+    Status { waits: r.get(0), borrows: r.get(1), refusals: r.get(2), lag_ms: r.get(3) }
 }
 
 /// 8 sessions, 500,000 IDs: all unique, strictly increasing within each session, carrying the
@@ -57,9 +45,7 @@ fn concurrent_sessions_get_unique_increasing_ids() {
         let mut worst_skew = 0i64;
         for _ in 0..25 {
             let before = server_ms(&mut cl);
-            let rows = cl
-                .query("SELECT seqgen_snowflake() FROM generate_series(1, 2500)", &[])
-                .unwrap();
+            let rows = cl.query("SELECT seqgen_snowflake() FROM generate_series(1, 2500)", &[]).unwrap();
             let after = server_ms(&mut cl);
             for r in rows {
                 let id: i64 = r.get(0);
@@ -74,10 +60,7 @@ fn concurrent_sessions_get_unique_increasing_ids() {
     let mut l = Ledger::default();
     let mut worst = 0;
     for (got, skew) in results {
-        assert!(
-            got.windows(2).all(|w| w[0] < w[1]),
-            "a session's IDs are not strictly increasing"
-        );
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "a session's IDs are not strictly increasing");
         worst = worst.max(skew);
         l.add(got);
     }
@@ -95,10 +78,7 @@ fn concurrent_sessions_get_unique_increasing_ids() {
         )
         .unwrap();
     let (ms, node, seq) = decode(id);
-    assert_eq!(
-        (r.get::<_, i64>(0), r.get::<_, i32>(1) as i64, r.get::<_, i32>(2) as i64),
-        (ms, node, seq)
-    );
+    assert_eq!((r.get::<_, i64>(0), r.get::<_, i32>(1) as i64, r.get::<_, i32>(2) as i64), (ms, node, seq));
 }
 
 /// Background load that records every ID and every error.
@@ -178,11 +158,7 @@ fn clock_steps_back_under_load() {
     c.sql("CREATE EXTENSION pg_seqgen;");
     let mut admin = c.connect();
     let load = Load::start(&c, 4);
-    assert!(
-        load.wait_for_progress(20_000, Duration::from_secs(20)),
-        "no load:\n{}",
-        c.log_tail()
-    );
+    assert!(load.wait_for_progress(20_000, Duration::from_secs(20)), "no load:\n{}", c.log_tail());
     let s0 = status(&mut admin);
 
     // 3 ms back: within seqgen.snowflake_max_wait (5 ms): waited out, not borrowed
@@ -209,10 +185,7 @@ fn clock_steps_back_under_load() {
     let s3 = status(&mut admin);
     println!("after 3 s back: {s3:?}");
     assert!(s3.refusals > s2.refusals, "a 3 s step back was not refused");
-    assert!(
-        load.wait_for_progress(20_000, Duration::from_secs(10)),
-        "IDs did not resume after 3 s back"
-    );
+    assert!(load.wait_for_progress(20_000, Duration::from_secs(10)), "IDs did not resume after 3 s back");
     let s4 = status(&mut admin);
     assert!(s4.borrows > s3.borrows);
 
@@ -222,16 +195,10 @@ fn clock_steps_back_under_load() {
     std::thread::sleep(Duration::from_millis(1500));
     let s5 = status(&mut admin);
     println!("after 10 min back: {s5:?}");
-    assert!(
-        s5.refusals > refused_before + 10,
-        "a 10 minute step back was not refused"
-    );
+    assert!(s5.refusals > refused_before + 10, "a 10 minute step back was not refused");
     assert!(s5.lag_ms > 590_000, "lag {} ms", s5.lag_ms);
     c.set_clock_offset_ms(0);
-    assert!(
-        load.wait_for_progress(20_000, Duration::from_secs(10)),
-        "IDs did not resume once the clock was right"
-    );
+    assert!(load.wait_for_progress(20_000, Duration::from_secs(10)), "IDs did not resume once the clock was right");
 
     let (per_session, errors) = load.finish();
     let mut l = Ledger::default();
@@ -240,11 +207,7 @@ fn clock_steps_back_under_load() {
         l.add(got);
     }
     l.assert_unique("clock stepped back 3 ms, 50 ms, 3 s and 10 min under load");
-    assert!(
-        errors.iter().all(|e| e == "58000"),
-        "unexpected errors: {:?}",
-        &errors[..errors.len().min(5)]
-    );
+    assert!(errors.iter().all(|e| e == "58000"), "unexpected errors: {:?}", &errors[..errors.len().min(5)]);
     println!("{} calls refused with 58000", errors.len());
     // logged once per episode, not once per ID
     let log = c.log();
@@ -267,9 +230,7 @@ fn restart_with_the_clock_behind() {
     let draw = |c: &Cluster, l: &mut Ledger, rounds: usize| {
         let mut cl = c.connect();
         for _ in 0..rounds {
-            let rows = cl
-                .query("SELECT seqgen_snowflake() FROM generate_series(1, 1000)", &[])
-                .unwrap();
+            let rows = cl.query("SELECT seqgen_snowflake() FROM generate_series(1, 1000)", &[]).unwrap();
             l.add(rows.iter().map(|r| r.get::<_, i64>(0)));
         }
     };
@@ -311,9 +272,7 @@ fn restart_with_the_clock_behind() {
     c.start();
     let mut cl = c.connect();
     for _ in 0..20 {
-        let e = cl
-            .query_one("SELECT seqgen_snowflake()", &[])
-            .expect_err("issued with the clock 10 min behind");
+        let e = cl.query_one("SELECT seqgen_snowflake()", &[]).expect_err("issued with the clock 10 min behind");
         assert_eq!(sqlstate(&e).as_deref(), Some("58000"), "{e}");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -353,10 +312,7 @@ fn impossible_layouts_refuse_to_start() {
     );
     c.start();
     c.sql("CREATE EXTENSION pg_seqgen;");
-    let node: i32 = c
-        .connect()
-        .query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[])
-        .unwrap()
-        .get(0);
+    let node: i32 =
+        c.connect().query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[]).unwrap().get(0);
     assert_eq!(node, 255);
 }

@@ -1,0 +1,769 @@
+//! Order-number templates: parser, periods, renderer, pattern, counter blocks.
+//!
+//! ```text
+//! SN{yyyy}{MM}{dd}{seq:8}{check}  ->  SN20261122000000427
+//! ```
+//!
+//! | field | renders |
+//! | --- | --- |
+//! | literal text | itself; `{{` and `}}` are literal braces |
+//! | `{yyyy}` `{yy}` `{MM}` `{dd}` `{HH}` `{mm}` `{ss}` | the period's date and time in the template's time zone |
+//! | `{seq:N}` | the counter, zero-padded to N digits (1..18); exactly one per template |
+//! | `{node}`, `{node:N}` | the server's node id (`{node:N}` zero-padded to N digits) |
+//! | `{tag}` | the tag's name |
+//! | `{check}` | a Luhn check digit over every digit before it; only digit-free text may follow |
+//!
+//! The counter restarts at 1 in every period; the period is the finest date field in the
+//! template (daily for `{yyyy}{MM}{dd}`, every second with `{ss}`), and never restarts for a
+//! template without date fields. Periods are identified by a key: the period's start as local
+//! date-time (in the template's time zone) counted in seconds since 1970-01-01, so keys of
+//! later periods are larger, whatever the unit.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Datelike, Duration, LocalResult, Months, NaiveDate, NaiveDateTime, TimeZone, Timelike};
+pub use chrono_tz::Tz;
+
+pub const MAX_TEMPLATE_CHARS: usize = 200;
+pub const MAX_SEQ_WIDTH: u8 = 18;
+pub const MAX_NODE_WIDTH: u8 = 10;
+
+/// The unit of a period, coarsest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unit {
+    Year,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Literal(String),
+    Year4,
+    Year2,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+    Seq { width: u8 },
+    Node { width: Option<u8> },
+    Tag,
+    Check,
+}
+
+impl Part {
+    fn unit(&self) -> Option<Unit> {
+        Some(match self {
+            Part::Year4 | Part::Year2 => Unit::Year,
+            Part::Month => Unit::Month,
+            Part::Day => Unit::Day,
+            Part::Hour => Unit::Hour,
+            Part::Minute => Unit::Minute,
+            Part::Second => Unit::Second,
+            _ => return None,
+        })
+    }
+}
+
+/// A parsed, valid template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    parts: Vec<Part>,
+    seq_width: u8,
+    unit: Option<Unit>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid template at position {pos}: {problem}")]
+pub struct TemplateError {
+    /// 1-based character position.
+    pub pos: usize,
+    pub problem: String,
+}
+
+fn err<T>(pos: usize, problem: impl Into<String>) -> Result<T, TemplateError> {
+    Err(TemplateError { pos, problem: problem.into() })
+}
+
+const KNOWN: &str = "yyyy yy MM dd HH mm ss seq:N node node:N tag check";
+
+/// Parse a template. Never panics, whatever the input.
+pub fn parse(text: &str) -> Result<Template, TemplateError> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() > MAX_TEMPLATE_CHARS {
+        return err(MAX_TEMPLATE_CHARS + 1, format!("a template is at most {MAX_TEMPLATE_CHARS} characters"));
+    }
+    let mut parts: Vec<Part> = vec![];
+    let mut literal = String::new();
+    let mut seq: Option<(usize, u8)> = None;
+    let mut check_at: Option<usize> = None;
+    let mut i = 0;
+    while i < chars.len() {
+        let pos = i + 1;
+        match chars[i] {
+            '{' if chars.get(i + 1) == Some(&'{') => {
+                literal.push('{');
+                i += 2;
+            }
+            '}' if chars.get(i + 1) == Some(&'}') => {
+                literal.push('}');
+                i += 2;
+            }
+            '}' => return err(pos, "unmatched '}' (write '}}' for a literal brace)"),
+            '{' => {
+                let Some(len) = chars[i + 1..].iter().position(|&c| c == '}') else {
+                    return err(pos, "unclosed '{' (write '{{' for a literal brace)");
+                };
+                let inner: String = chars[i + 1..i + 1 + len].iter().collect();
+                if inner.contains('{') {
+                    return err(pos, "unclosed '{' (write '{{' for a literal brace)");
+                }
+                let part = field(&inner, pos)?;
+                if let Part::Seq { width } = part {
+                    if seq.is_some() {
+                        return err(pos, "a second {seq}: a template has exactly one counter");
+                    }
+                    seq = Some((pos, width));
+                }
+                if part == Part::Check {
+                    if check_at.is_some() {
+                        return err(pos, "a second {check}");
+                    }
+                    check_at = Some(pos);
+                } else if let Some(c) = check_at {
+                    if !matches!(part, Part::Literal(_)) {
+                        return err(pos, format!("{{{inner}}} after the {{check}} at position {c}: the check digit must follow every digit"));
+                    }
+                }
+                if !literal.is_empty() {
+                    parts.push(Part::Literal(std::mem::take(&mut literal)));
+                }
+                parts.push(part);
+                i += len + 2;
+            }
+            c => {
+                if let (Some(cpos), true) = (check_at, c.is_ascii_digit()) {
+                    return err(pos, format!("digit '{c}' after the {{check}} at position {cpos}: the check digit must follow every digit"));
+                }
+                literal.push(c);
+                i += 1;
+            }
+        }
+    }
+    if !literal.is_empty() {
+        parts.push(Part::Literal(literal));
+    }
+    let Some((_, seq_width)) = seq else {
+        return err(chars.len() + 1, "no {seq:N}: a template needs exactly one counter, e.g. {seq:6}");
+    };
+    let unit = parts.iter().filter_map(Part::unit).max();
+    Ok(Template { parts, seq_width, unit })
+}
+
+fn width(arg: &str, pos: usize, name: &str, max: u8) -> Result<u8, TemplateError> {
+    match arg.parse::<u8>() {
+        Ok(w) if (1..=max).contains(&w) => Ok(w),
+        _ => err(pos, format!("the width of {{{name}:N}} must be a number from 1 to {max}, got '{arg}'")),
+    }
+}
+
+fn field(inner: &str, pos: usize) -> Result<Part, TemplateError> {
+    let (name, arg) = match inner.split_once(':') {
+        Some((n, a)) => (n, Some(a)),
+        None => (inner, None),
+    };
+    let part = match (name, arg) {
+        ("seq", Some(a)) => Part::Seq { width: width(a, pos, "seq", MAX_SEQ_WIDTH)? },
+        ("seq", None) => return err(pos, "{seq} needs a width, e.g. {seq:6}"),
+        ("node", None) => Part::Node { width: None },
+        ("node", Some(a)) => Part::Node { width: Some(width(a, pos, "node", MAX_NODE_WIDTH)?) },
+        ("yyyy", None) => Part::Year4,
+        ("yy", None) => Part::Year2,
+        ("MM", None) => Part::Month,
+        ("dd", None) => Part::Day,
+        ("HH", None) => Part::Hour,
+        ("mm", None) => Part::Minute,
+        ("ss", None) => Part::Second,
+        ("tag", None) => Part::Tag,
+        ("check", None) => Part::Check,
+        (n @ ("yyyy" | "yy" | "MM" | "dd" | "HH" | "mm" | "ss" | "tag" | "check"), Some(_)) => {
+            return err(pos, format!("{{{n}}} takes no argument"))
+        }
+        _ => return err(pos, format!("unknown field {{{inner}}}; known fields: {KNOWN}")),
+    };
+    Ok(part)
+}
+
+/// Parse an IANA time-zone name (`UTC`, `Asia/Shanghai`, ...).
+pub fn parse_time_zone(name: &str) -> Result<Tz, String> {
+    name.parse::<Tz>()
+        .map_err(|_| format!("unknown time zone \"{name}\" (use an IANA name such as UTC or Asia/Shanghai)"))
+}
+
+/// A period as seen from one instant: its key and the UTC interval during which the key
+/// stays the same (`[start_ms, end_ms)`, conservative).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub key: i64,
+    pub start_ms: i64,
+    pub end_ms: i64,
+}
+
+fn truncate(t: NaiveDateTime, unit: Unit) -> NaiveDateTime {
+    let d = t.date();
+    let (y, m) = (d.year(), d.month());
+    let date = match unit {
+        Unit::Year => NaiveDate::from_ymd_opt(y, 1, 1),
+        Unit::Month => NaiveDate::from_ymd_opt(y, m, 1),
+        _ => Some(d),
+    }
+    .unwrap_or(d);
+    let (h, mi, s) = match unit {
+        Unit::Year | Unit::Month | Unit::Day => (0, 0, 0),
+        Unit::Hour => (t.hour(), 0, 0),
+        Unit::Minute => (t.hour(), t.minute(), 0),
+        Unit::Second => (t.hour(), t.minute(), t.second()),
+    };
+    date.and_hms_opt(h, mi, s).unwrap_or(t)
+}
+
+fn next_start(start: NaiveDateTime, unit: Unit) -> Option<NaiveDateTime> {
+    match unit {
+        Unit::Year => start.checked_add_months(Months::new(12)),
+        Unit::Month => start.checked_add_months(Months::new(1)),
+        Unit::Day => start.checked_add_signed(Duration::days(1)),
+        Unit::Hour => start.checked_add_signed(Duration::hours(1)),
+        Unit::Minute => start.checked_add_signed(Duration::minutes(1)),
+        Unit::Second => start.checked_add_signed(Duration::seconds(1)),
+    }
+}
+
+/// The local date-time a period key stands for.
+pub fn local_of_key(key: i64) -> NaiveDateTime {
+    DateTime::from_timestamp(key, 0).map(|d| d.naive_utc()).unwrap_or_default()
+}
+
+impl Template {
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    pub fn seq_width(&self) -> u8 {
+        self.seq_width
+    }
+
+    /// The largest counter value a period can hold (10^N - 1).
+    pub fn capacity(&self) -> i64 {
+        10i64.pow(self.seq_width as u32) - 1
+    }
+
+    /// The period unit: the finest date field; `None` for a template without date fields.
+    pub fn unit(&self) -> Option<Unit> {
+        self.unit
+    }
+
+    pub fn uses_tag(&self) -> bool {
+        self.parts.contains(&Part::Tag)
+    }
+
+    /// Can this server's node id be rendered by the template?
+    pub fn check_node(&self, node: u32) -> Result<(), String> {
+        for p in &self.parts {
+            if let Part::Node { width: Some(w) } = p {
+                if (node as u64) >= 10u64.pow(*w as u32) {
+                    return Err(format!("node id {node} does not fit in {{node:{w}}}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The period containing the instant `utc_ms` (ms since the Unix epoch) in `tz`.
+    pub fn locate(&self, tz: Tz, utc_ms: i64) -> Span {
+        let Some(unit) = self.unit else {
+            return Span { key: 0, start_ms: i64::MIN, end_ms: i64::MAX };
+        };
+        let Some(utc) = DateTime::from_timestamp_millis(utc_ms) else {
+            return Span { key: 0, start_ms: utc_ms, end_ms: utc_ms + 1 };
+        };
+        let local = utc.with_timezone(&tz).naive_local();
+        let start = truncate(local, unit);
+        let key = start.and_utc().timestamp();
+        // Conservative validity: from `start` mapped back to UTC (never after now) until the
+        // next period's start mapped to UTC (or a second from now when it cannot be mapped,
+        // e.g. inside a daylight-saving gap: the key is simply computed again).
+        let start_ms = match tz.from_local_datetime(&start) {
+            LocalResult::Single(t) | LocalResult::Ambiguous(_, t) => t.timestamp_millis().min(utc_ms),
+            LocalResult::None => utc_ms,
+        };
+        let end_ms = next_start(start, unit)
+            .and_then(|n| match tz.from_local_datetime(&n) {
+                LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Some(t.timestamp_millis()),
+                LocalResult::None => None,
+            })
+            .filter(|&e| e > utc_ms)
+            .unwrap_or(utc_ms + 1000);
+        Span { key, start_ms, end_ms }
+    }
+
+    /// Render everything but the counter and the check digit for period `key`, so that each
+    /// number is a copy plus a few digits.
+    pub fn prepare(&self, key: i64, node: u32, tag: &str) -> Prepared {
+        let t = local_of_key(key);
+        let mut pieces: Vec<Piece> = vec![];
+        let mut text = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Literal(s) => text.push_str(s),
+                Part::Year4 => write!(text, "{:04}", t.year().rem_euclid(10000)).unwrap(),
+                Part::Year2 => write!(text, "{:02}", t.year().rem_euclid(100)).unwrap(),
+                Part::Month => write!(text, "{:02}", t.month()).unwrap(),
+                Part::Day => write!(text, "{:02}", t.day()).unwrap(),
+                Part::Hour => write!(text, "{:02}", t.hour()).unwrap(),
+                Part::Minute => write!(text, "{:02}", t.minute()).unwrap(),
+                Part::Second => write!(text, "{:02}", t.second()).unwrap(),
+                Part::Node { width: None } => write!(text, "{node}").unwrap(),
+                Part::Node { width: Some(w) } => write!(text, "{:0w$}", node, w = *w as usize).unwrap(),
+                Part::Tag => text.push_str(tag),
+                Part::Seq { .. } | Part::Check => {
+                    if !text.is_empty() {
+                        pieces.push(Piece::Text(std::mem::take(&mut text)));
+                    }
+                    pieces.push(if *p == Part::Check { Piece::Check } else { Piece::Seq });
+                }
+            }
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        Prepared::new(pieces, self.seq_width as usize, key)
+    }
+
+    /// Render one number (the slow, self-contained way; [`Prepared`] is the fast one).
+    pub fn render(&self, key: i64, seq: u64, node: u32, tag: &str) -> String {
+        let mut out = Vec::new();
+        self.prepare(key, node, tag).render_into(seq, &mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// A POSIX/Rust regular expression every number of this template matches.
+    pub fn pattern(&self, tag: Option<&str>) -> String {
+        let mut re = String::from("^");
+        for p in &self.parts {
+            match p {
+                Part::Literal(s) => re.push_str(&escape(s)),
+                Part::Year4 => re.push_str("[0-9]{4}"),
+                Part::Year2 => re.push_str("[0-9]{2}"),
+                Part::Month => re.push_str("(0[1-9]|1[0-2])"),
+                Part::Day => re.push_str("(0[1-9]|[12][0-9]|3[01])"),
+                Part::Hour => re.push_str("([01][0-9]|2[0-3])"),
+                Part::Minute | Part::Second => re.push_str("[0-5][0-9]"),
+                Part::Seq { width } => write!(re, "[0-9]{{{width}}}").unwrap(),
+                Part::Node { width: None } => re.push_str("[0-9]+"),
+                Part::Node { width: Some(w) } => write!(re, "[0-9]{{{w}}}").unwrap(),
+                Part::Tag => re.push_str(&tag.map(escape).unwrap_or_else(|| ".+".into())),
+                Part::Check => re.push_str("[0-9]"),
+            }
+        }
+        re.push('$');
+        re
+    }
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.^$|?*+()[]{}-/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    Text(String),
+    Seq,
+    Check,
+}
+
+/// A template rendered for one period, up to the counter and the check digit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pieces: Vec<Piece>,
+    seq_width: usize,
+    pub key: i64,
+    /// Luhn: every digit position is fixed within a period, so the static digits' share of
+    /// the sum is computed once; per number only the counter's digits are added. `seq_odd`:
+    /// the counter's last digit is an odd position from the check digit (doubled).
+    check: Option<LuhnPlan>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LuhnPlan {
+    static_sum: u32,
+    /// Does the counter stand before the check digit (is it part of the sum)?
+    seq_in_sum: bool,
+    seq_odd: bool,
+}
+
+#[inline]
+fn luhn_term(d: u32, doubled: bool) -> u32 {
+    if doubled {
+        let x = d * 2;
+        if x > 9 {
+            x - 9
+        } else {
+            x
+        }
+    } else {
+        d
+    }
+}
+
+impl Prepared {
+    fn new(pieces: Vec<Piece>, seq_width: usize, key: i64) -> Prepared {
+        let check_at = pieces.iter().position(|p| *p == Piece::Check);
+        let check = check_at.map(|c| {
+            // digits before the check digit, with their distance from it (1 = next to it)
+            let mut static_sum = 0;
+            let mut distance = 0usize;
+            let mut seq_in_sum = false;
+            let mut seq_odd = false;
+            for p in pieces[..c].iter().rev() {
+                match p {
+                    Piece::Text(t) => {
+                        for d in t.bytes().rev().filter(u8::is_ascii_digit) {
+                            distance += 1;
+                            static_sum += luhn_term((d - b'0') as u32, distance % 2 == 1);
+                        }
+                    }
+                    Piece::Seq => {
+                        seq_in_sum = true;
+                        seq_odd = (distance + 1) % 2 == 1;
+                        distance += seq_width;
+                    }
+                    Piece::Check => {}
+                }
+            }
+            LuhnPlan { static_sum, seq_in_sum, seq_odd }
+        });
+        Prepared { pieces, seq_width, key, check }
+    }
+
+    /// Append the number with counter `seq` to `out`.
+    #[inline]
+    pub fn render_into(&self, seq: u64, out: &mut Vec<u8>) {
+        let mut digits = [b'0'; 20];
+        let mut v = seq;
+        let mut seq_sum = 0;
+        if let Some(plan) = self.check {
+            let mut doubled = plan.seq_odd;
+            for d in digits[..self.seq_width].iter_mut().rev() {
+                let x = (v % 10) as u32;
+                *d = b'0' + x as u8;
+                seq_sum += luhn_term(x, doubled);
+                doubled = !doubled;
+                v /= 10;
+            }
+        } else {
+            for d in digits[..self.seq_width].iter_mut().rev() {
+                *d = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        }
+        for p in &self.pieces {
+            match p {
+                Piece::Text(t) => out.extend_from_slice(t.as_bytes()),
+                Piece::Seq => out.extend_from_slice(&digits[..self.seq_width]),
+                Piece::Check => {
+                    let plan = self.check.expect("a check piece has a plan");
+                    let sum = plan.static_sum + if plan.seq_in_sum { seq_sum } else { 0 };
+                    out.push(b'0' + ((10 - sum % 10) % 10) as u8);
+                }
+            }
+        }
+    }
+
+    pub fn max_len(&self) -> usize {
+        self.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.len(),
+                Piece::Seq => self.seq_width,
+                Piece::Check => 1,
+            })
+            .sum()
+    }
+}
+
+/// A block of counter values for one period: `start ..= end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterBlock {
+    pub period: i64,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// The period's counter is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the counter of period {period} is full")]
+pub struct Overflow {
+    pub period: i64,
+}
+
+/// The next block of counter values. The catalog stores the latest period and the highest
+/// value reserved in it; a block is never for an earlier period than the stored one (the
+/// period never moves backwards), and a later period starts again at 1.
+pub fn counter_block(stored: (i64, i64), want_period: i64, size: i64, capacity: i64) -> Result<CounterBlock, Overflow> {
+    let (stored_period, stored_max) = stored;
+    let period = stored_period.max(want_period);
+    let base = if period == stored_period { stored_max.max(0) } else { 0 };
+    if base >= capacity {
+        return Err(Overflow { period });
+    }
+    let end = base.saturating_add(size.max(1)).min(capacity);
+    Ok(CounterBlock { period, start: base + 1, end })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::luhn_valid;
+    use proptest::prelude::*;
+
+    fn utc(s: &str) -> i64 {
+        DateTime::parse_from_rfc3339(s).unwrap().timestamp_millis()
+    }
+
+    #[test]
+    fn parses_the_seed_formats() {
+        for t in [
+            "{yyyy}{MM}{dd}{seq:5}",
+            "010-6541-{seq:5}",
+            "QJ{seq:6}",
+            "SN-{seq:10}-{check}",
+            "{yy}{MM}{dd}{HH}{mm}{ss}{seq:4}",
+            "SN{yyyy}{MM}{dd}{seq:8}{check}",
+            "{tag}/{node:3}/{seq:12}",
+            "{{literal}}{seq:2}",
+        ] {
+            parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        }
+    }
+
+    #[test]
+    fn errors_name_position_and_problem() {
+        let cases = [
+            ("ABC", 4, "no {seq:N}"),
+            ("", 1, "no {seq:N}"),
+            ("{seq:3}{seq:4}", 8, "a second {seq}"),
+            ("A{foo}{seq:3}", 2, "unknown field {foo}"),
+            ("A{seq:3", 2, "unclosed '{'"),
+            ("A}{seq:3}", 2, "unmatched '}'"),
+            ("{seq:0}", 1, "from 1 to 18"),
+            ("{seq:19}", 1, "from 1 to 18"),
+            ("{seq:x}", 1, "from 1 to 18"),
+            ("{seq}", 1, "needs a width"),
+            ("{yyyy:2}{seq:3}", 1, "takes no argument"),
+            ("{seq:3}{check}{dd}", 15, "after the {check}"),
+            ("{seq:3}{check}7", 15, "after the {check}"),
+            ("{seq:3}{check}{check}", 15, "a second {check}"),
+            ("{a{seq:3}", 1, "unclosed '{'"),
+        ];
+        for (t, pos, problem) in cases {
+            let e = parse(t).expect_err(t);
+            assert_eq!(e.pos, pos, "{t}: {e}");
+            assert!(e.problem.contains(problem), "{t}: {e}");
+        }
+        assert_eq!(parse(&"x".repeat(201)).unwrap_err().pos, 201);
+    }
+
+    #[test]
+    fn periods_are_the_finest_date_field() {
+        assert_eq!(parse("{seq:3}").unwrap().unit(), None);
+        assert_eq!(parse("{yyyy}{seq:3}").unwrap().unit(), Some(Unit::Year));
+        assert_eq!(parse("{yyyy}{MM}{dd}{seq:3}").unwrap().unit(), Some(Unit::Day));
+        assert_eq!(parse("{dd}{MM}{seq:3}").unwrap().unit(), Some(Unit::Day));
+        assert_eq!(parse("{yy}{MM}{dd}{HH}{mm}{ss}{seq:3}").unwrap().unit(), Some(Unit::Second));
+    }
+
+    #[test]
+    fn renders_in_the_template_time_zone() {
+        let t = parse("SN{yyyy}{MM}{dd}{seq:8}{check}").unwrap();
+        let at = utc("2026-11-22T17:30:00Z");
+        let shanghai = parse_time_zone("Asia/Shanghai").unwrap();
+        // 17:30 UTC is already the next day in Shanghai
+        let s = t.locate(shanghai, at);
+        let n = t.render(s.key, 427, 0, "o");
+        assert_eq!(&n[..18], "SN2026112300000427");
+        assert!(luhn_valid(&n));
+        let s = t.locate(Tz::UTC, at);
+        assert!(t.render(s.key, 1, 0, "o").starts_with("SN2026112200000001"));
+        assert_eq!(t.render(s.key, 99_999_999, 0, "o").len(), 2 + 8 + 8 + 1);
+    }
+
+    #[test]
+    fn fields_node_tag_and_braces() {
+        let t = parse("{{{tag}}}-{node:3}-{node}-{yy}{HH}{mm}{ss}-{seq:2}").unwrap();
+        let s = t.locate(Tz::UTC, utc("2026-01-02T03:04:05Z"));
+        assert_eq!(t.render(s.key, 7, 42, "ord"), "{ord}-042-42-26030405-07");
+        assert!(t.check_node(999).is_ok());
+        assert!(t.check_node(1000).is_err());
+    }
+
+    #[test]
+    fn period_spans() {
+        let t = parse("{yyyy}{MM}{dd}{seq:3}").unwrap();
+        let at = utc("2026-11-22T17:30:00Z");
+        let s = t.locate(Tz::UTC, at);
+        assert_eq!(s.start_ms, utc("2026-11-22T00:00:00Z"));
+        assert_eq!(s.end_ms, utc("2026-11-23T00:00:00Z"));
+        let next = t.locate(Tz::UTC, s.end_ms);
+        assert!(next.key > s.key);
+        // keys of different units live on one scale: later periods have larger keys
+        let secs = parse("{ss}{seq:3}").unwrap().locate(Tz::UTC, at);
+        assert!(secs.key > s.key);
+        assert_eq!(secs.end_ms - secs.start_ms, 1000);
+        // months and years
+        let m = parse("{MM}{seq:3}").unwrap().locate(Tz::UTC, at);
+        assert_eq!(m.end_ms, utc("2026-12-01T00:00:00Z"));
+        let y = parse("{yy}{seq:3}").unwrap().locate(Tz::UTC, at);
+        assert_eq!(y.end_ms, utc("2027-01-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn daylight_saving_days_are_one_period() {
+        // New York falls back on 2026-11-01: 01:30 happens twice, the day has 25 hours
+        let ny = parse_time_zone("America/New_York").unwrap();
+        let t = parse("{yyyy}{MM}{dd}{seq:3}").unwrap();
+        let a = t.locate(ny, utc("2026-11-01T05:30:00Z")); // 01:30 EDT
+        let b = t.locate(ny, utc("2026-11-01T06:30:00Z")); // 01:30 EST
+        assert_eq!(a.key, b.key);
+        assert_eq!(a.end_ms - utc("2026-11-01T04:00:00Z"), 25 * 3_600_000);
+    }
+
+    #[test]
+    fn counter_blocks() {
+        // same period: continue above the stored maximum
+        assert_eq!(counter_block((100, 50), 100, 10, 999), Ok(CounterBlock { period: 100, start: 51, end: 60 }));
+        // a later period starts at 1
+        assert_eq!(counter_block((100, 50), 160, 10, 999), Ok(CounterBlock { period: 160, start: 1, end: 10 }));
+        // an earlier period (clock stepped back) continues in the stored one
+        assert_eq!(counter_block((100, 50), 40, 10, 999), Ok(CounterBlock { period: 100, start: 51, end: 60 }));
+        // the block is cut at the capacity, then the period is full
+        assert_eq!(counter_block((100, 995), 100, 10, 999), Ok(CounterBlock { period: 100, start: 996, end: 999 }));
+        assert_eq!(counter_block((100, 999), 100, 10, 999), Err(Overflow { period: 100 }));
+        // first block ever
+        assert_eq!(counter_block((i64::MIN, 0), 5, 10, 99), Ok(CounterBlock { period: 5, start: 1, end: 10 }));
+    }
+
+    #[test]
+    fn time_zones() {
+        assert!(parse_time_zone("Asia/Shanghai").is_ok());
+        assert!(parse_time_zone("UTC").is_ok());
+        assert!(parse_time_zone("Mars/Olympus").is_err());
+        assert!(parse_time_zone("").is_err());
+    }
+
+    fn part_strategy() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[A-Za-z0-9 _./-]{1,5}",
+            Just("{{".to_string()),
+            Just("}}".to_string()),
+            Just("{yyyy}".to_string()),
+            Just("{yy}".to_string()),
+            Just("{MM}".to_string()),
+            Just("{dd}".to_string()),
+            Just("{HH}".to_string()),
+            Just("{mm}".to_string()),
+            Just("{ss}".to_string()),
+            Just("{node}".to_string()),
+            (1u8..=6).prop_map(|w| format!("{{node:{w}}}")),
+            Just("{tag}".to_string()),
+        ]
+    }
+
+    /// Valid templates: parts before and after one {seq:N}, optionally a {check} at the end.
+    fn template_strategy() -> impl Strategy<Value = String> {
+        (
+            proptest::collection::vec(part_strategy(), 0..5),
+            1u8..=18,
+            proptest::collection::vec(part_strategy(), 0..3),
+            any::<bool>(),
+            "[A-Za-z -]{0,3}",
+        )
+            .prop_map(|(before, w, after, check, tail)| {
+                let mut s = before.concat();
+                s.push_str(&format!("{{seq:{w}}}"));
+                s.push_str(&after.concat());
+                if check {
+                    s.push_str("{check}");
+                    s.push_str(&tail);
+                }
+                s
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn parser_never_panics(s in ".{0,300}") {
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn parser_never_panics_on_template_like_input(s in "[{}a-zA-Z0-9:]{0,60}") {
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn every_valid_template_renders_to_its_own_pattern(
+            text in template_strategy(),
+            seq_frac in 0.0f64..1.0,
+            at in 0i64..4_102_444_800_000,
+            zone in prop_oneof![Just("UTC"), Just("Asia/Shanghai"), Just("America/New_York"), Just("Australia/Lord_Howe"), Just("Asia/Kathmandu")],
+            node in 0u32..100_000,
+            tag in "[a-z][a-z0-9_.]{0,8}",
+        ) {
+            let t = parse(&text).unwrap();
+            let tz = parse_time_zone(zone).unwrap();
+            let node = if t.check_node(node).is_ok() { node } else { 0 };
+            let seq = 1 + (seq_frac * (t.capacity() - 1) as f64) as u64;
+            let span = t.locate(tz, at);
+            let n = t.render(span.key, seq, node, &tag);
+            let re = regex::Regex::new(&t.pattern(Some(&tag))).unwrap();
+            prop_assert!(re.is_match(&n), "{} does not match {} ({})", n, t.pattern(Some(&tag)), text);
+            if t.parts().contains(&Part::Check) {
+                prop_assert!(luhn_valid(&n), "{} fails its check digit", n);
+                // every single-digit change is caught
+                let bytes = n.as_bytes();
+                for (i, b) in bytes.iter().enumerate() {
+                    if !b.is_ascii_digit() { continue; }
+                    for d in b'0'..=b'9' {
+                        if d == *b { continue; }
+                        let mut changed = bytes.to_vec();
+                        changed[i] = d;
+                        prop_assert!(!luhn_valid(std::str::from_utf8(&changed).unwrap()));
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn period_keys_never_decrease_as_time_passes(text in template_strategy(), a in 0i64..4_000_000_000_000, d in 0i64..100_000_000,
+                                                     zone in prop_oneof![Just("UTC"), Just("Asia/Shanghai"), Just("Europe/Berlin")]) {
+            let t = parse(&text).unwrap();
+            let tz = parse_time_zone(zone).unwrap();
+            let (x, y) = (t.locate(tz, a), t.locate(tz, a + d));
+            // local time can repeat at a daylight-saving change, so keys may repeat but the
+            // span of the earlier instant always covers it
+            prop_assert!(x.start_ms <= a && a < x.end_ms);
+            if zone != "Europe/Berlin" { prop_assert!(y.key >= x.key); }
+        }
+    }
+}

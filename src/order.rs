@@ -1,0 +1,359 @@
+//! Templated order numbers: `seqgen_set_template`, `seqgen_order_no`, `seqgen_render`,
+//! `seqgen_check_digit_valid`.
+//!
+//! The counter of a tag's template restarts at 1 in every period. Counter values come in
+//! blocks that the worker reserves in `seqgen.template` (one row per tag: the latest period
+//! and the highest value reserved in it) and commits before they are used; backends draw from
+//! the slot's `ord` buffer, whose segments carry their period key. The period a number is
+//! issued in is the later of the clock's period and the current block's: it never moves
+//! backwards, even when the clock does.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use pgrx::datum::TimestampWithTimeZone;
+use pgrx::prelude::*;
+use seqgen_core::check::luhn_valid;
+use seqgen_core::segment::Draw;
+use seqgen_core::template::{self, Prepared, Span, Template, Tz, Unit};
+
+use crate::directory::{self, code, forget, resolve, Resolved};
+use crate::error::{check_tag, OrRaise, Result, SeqgenError};
+use crate::guc::{self, Overflow};
+use crate::local::BackendLocal;
+use crate::shmem::{self, TagSlot, WorkerStatus, TPL_MAX_BYTES, TPL_MISSING, TPL_READY, TZ_MAX_BYTES};
+use crate::wait::wait_for;
+
+/// A template as one backend has parsed it, with the period and prefix it last rendered.
+struct Local {
+    gen: u64,
+    version: u64,
+    template: Template,
+    tz: Tz,
+    tag: String,
+    span: Option<Span>,
+    prepared: Option<Prepared>,
+}
+
+/// This backend's parsed templates: the last one used, and the others by slot.
+#[derive(Default)]
+struct Locals {
+    last: Option<(usize, Local)>,
+    others: HashMap<usize, Local>,
+    /// The number being returned (pgrx copies it into a text datum).
+    out: String,
+}
+
+static LOCAL: BackendLocal<Locals> = BackendLocal::new();
+
+fn parse_template(text: &str) -> Result<Template> {
+    if text.len() > TPL_MAX_BYTES {
+        return Err(SeqgenError::InvalidArgument(format!("a template is at most {TPL_MAX_BYTES} bytes")));
+    }
+    template::parse(text).map_err(|e| SeqgenError::InvalidArgument(e.to_string()))
+}
+
+fn parse_zone(name: &str) -> Result<Tz> {
+    if name.len() > TZ_MAX_BYTES {
+        return Err(SeqgenError::InvalidArgument(format!("unknown time zone \"{name}\"")));
+    }
+    template::parse_time_zone(name).map_err(SeqgenError::InvalidArgument)
+}
+
+fn node_id() -> u32 {
+    guc::NODE_ID.get().max(0) as u32
+}
+
+/// Attach a template to a tag (transactional). The counter state is kept when a template is
+/// replaced: a period that has already started continues above its highest number.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_set_template(biz_tag: &str, template: &str, time_zone: default!(&str, "'UTC'")) {
+    set_template(biz_tag, template, time_zone).or_raise()
+}
+
+fn set_template(tag: &str, text: &str, zone: &str) -> Result<()> {
+    check_tag(tag)?;
+    let t = parse_template(text)?;
+    parse_zone(zone)?;
+    t.check_node(node_id()).map_err(SeqgenError::InvalidArgument)?;
+    crate::segment_api::admin_checks()?;
+    let exists = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1)",
+        &[tag.into()],
+    )
+    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    if exists != Some(true) {
+        return Err(SeqgenError::UnknownTag(tag.to_string()));
+    }
+    Spi::run_with_args(
+        "INSERT INTO seqgen.template (biz_tag, template, time_zone) VALUES ($1, $2, $3) \
+         ON CONFLICT (biz_tag) DO UPDATE SET template = EXCLUDED.template, time_zone = EXCLUDED.time_zone, \
+         update_time = pg_catalog.now()",
+        &[tag.into(), text.into(), zone.into()],
+    )
+    .map_err(|e| SeqgenError::Internal(e.to_string()))
+}
+
+/// The next order number of a tag.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_order_no(biz_tag: &str) -> &str {
+    order_no(biz_tag).or_raise()
+}
+
+/// The next order number of `tag`. The returned text lives in a per-backend buffer until the
+/// next call (pgrx copies it into the result datum at once).
+pub fn order_no(tag: &str) -> Result<&str> {
+    let mut r = resolve(tag)?;
+    loop {
+        let key = slot_key(r.slot);
+        let out = (|| -> Result<Option<(*const u8, usize)>> {
+            let mut guard = LOCAL.get();
+            let locals = &mut *guard;
+            if locals.last.as_ref().map(|(k, _)| *k) != Some(key) {
+                if let Some((k, prev)) = locals.last.take() {
+                    locals.others.insert(k, prev);
+                }
+                if let Some(loc) = locals.others.remove(&key) {
+                    locals.last = Some((key, loc));
+                }
+            }
+            let fresh = matches!(&locals.last, Some((_, loc))
+                if loc.gen == r.gen && loc.version == r.slot.tpl.version.load(Ordering::Acquire));
+            if !fresh {
+                locals.last = Some((key, load_local(tag, r)?));
+            }
+            let (_, loc) = locals.last.as_mut().expect("set above");
+            let drawn = draw_one(tag, r, loc)?;
+            Ok(drawn.map(|(period, value)| {
+                render(loc, period, value, &mut locals.out);
+                (locals.out.as_ptr(), locals.out.len())
+            }))
+        })();
+        match out? {
+            // SAFETY: `out` is only written by the next call of this function in this backend,
+            // after pgrx has copied the text.
+            Some((ptr, len)) => {
+                return Ok(unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(ptr, len)) })
+            }
+            None => {
+                // the slot changed (tag dropped or template replaced): start over
+                forget(tag);
+                r = resolve(tag)?;
+            }
+        }
+    }
+}
+
+fn slot_key(s: &TagSlot) -> usize {
+    s as *const TagSlot as usize
+}
+
+/// Read (asking the worker first if needed) and parse the slot's template.
+fn load_local(tag: &str, r: Resolved) -> Result<Local> {
+    let (mut version, mut state, mut text, mut zone) = r.slot.tpl.read();
+    if state != TPL_READY {
+        directory::load_template(tag)?;
+        (version, state, text, zone) = r.slot.tpl.read();
+    }
+    if state == TPL_MISSING || state != TPL_READY {
+        return Err(SeqgenError::NoTemplate(tag.to_string()));
+    }
+    Ok(Local {
+        gen: r.gen,
+        version,
+        template: parse_template(&text)?,
+        tz: parse_zone(&zone)?,
+        tag: tag.to_string(),
+        span: None,
+        prepared: None,
+    })
+}
+
+/// One counter value and its period, or `None` when the slot changed under us.
+#[inline]
+fn draw_one(tag: &str, r: Resolved, loc: &mut Local) -> Result<Option<(i64, i64)>> {
+    let slot = r.slot;
+    loop {
+        let clock_key = clock_key(loc);
+        match slot.ord.draw() {
+            Draw::Value { value, period, prefetch, epoch } => {
+                if prefetch {
+                    request_block(slot, clock_key.max(period));
+                }
+                if period < clock_key {
+                    // this block's period is over: move on (its remaining values are skipped)
+                    if !slot.ord.switch_from(epoch) && !wait_for_block(tag, r, loc, epoch, clock_key)? {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                if slot.gen.load(Ordering::Acquire) != r.gen {
+                    return Ok(None);
+                }
+                return Ok(Some((period, value)));
+            }
+            Draw::Exhausted { epoch } => {
+                let current = slot.ord.snapshot().current.map_or(i64::MIN, |s| s.period);
+                if !slot.ord.switch_from(epoch) && !wait_for_block(tag, r, loc, epoch, clock_key.max(current))? {
+                    return Ok(None);
+                }
+            }
+            Draw::Lost => {}
+        }
+    }
+}
+
+/// The clock's period key, from the cached span while the clock is inside it. Templates
+/// without date fields need no clock; periods of a minute or longer use the coarse clock
+/// (one kernel tick of precision at a period boundary); per-second periods the precise one.
+#[inline]
+fn clock_key(loc: &mut Local) -> i64 {
+    let now = match loc.template.unit() {
+        None => return 0,
+        Some(Unit::Second) => shmem::now_ms(),
+        Some(_) => shmem::coarse_now_ms(),
+    };
+    match loc.span {
+        Some(s) if s.start_ms <= now && now < s.end_ms => s.key,
+        _ => {
+            let s = loc.template.locate(loc.tz, now);
+            loc.span = Some(s);
+            s.key
+        }
+    }
+}
+
+#[inline]
+fn render(loc: &mut Local, period: i64, value: i64, out: &mut String) {
+    if loc.prepared.as_ref().map(|p| p.key) != Some(period) {
+        loc.prepared = Some(loc.template.prepare(period, node_id(), &loc.tag));
+    }
+    let p = loc.prepared.as_ref().expect("prepared above");
+    out.clear();
+    // SAFETY: only the template's own text (valid UTF-8) and ASCII digits are appended
+    p.render_into(value as u64, unsafe { out.as_mut_vec() });
+}
+
+fn request_block(slot: &TagSlot, period: i64) {
+    slot.ord_want_period.fetch_max(period, Ordering::AcqRel);
+    slot.ord_want.store(1, Ordering::Release);
+    if let Some(h) = shmem::header() {
+        h.ring();
+    }
+}
+
+/// Wait for the worker to publish the next block (for `period` or later). `Ok(false)` when
+/// the slot changed. Overflow of a period of a second or less waits for the next period when
+/// `seqgen.order_no_overflow = wait`.
+#[cold]
+#[inline(never)]
+fn wait_for_block(tag: &str, r: Resolved, loc: &mut Local, epoch: u32, period: i64) -> Result<bool> {
+    let h = directory::ready_header()?;
+    let slot = r.slot;
+    slot.ord_waits.fetch_add(1, Ordering::Relaxed);
+    let mut want = period;
+    let deadline = Instant::now() + Duration::from_millis(guc::ALLOCATION_TIMEOUT.get() as u64);
+    loop {
+        let err_before = slot.ord_err_seq.load(Ordering::Acquire);
+        request_block(slot, want);
+        let left = deadline.saturating_duration_since(Instant::now()).as_millis().max(1) as i32;
+        let outcome = wait_for(h, left, || {
+            if slot.gen.load(Ordering::Acquire) != r.gen || slot.tpl.version.load(Ordering::Acquire) != loc.version {
+                return Some(Ok(false));
+            }
+            if slot.ord.switch_from(epoch) {
+                return Some(Ok(true));
+            }
+            if slot.ord_locked.load(Ordering::Relaxed) != 0 {
+                request_block(slot, want);
+            }
+            if slot.ord_err_seq.load(Ordering::Acquire) != err_before {
+                return Some(Err(slot.ord_err_code.load(Ordering::Relaxed)));
+            }
+            if h.worker_status() != WorkerStatus::Running {
+                return Some(Err(u32::MAX));
+            }
+            None
+        });
+        match outcome {
+            Some(Ok(v)) => return Ok(v),
+            Some(Err(code::OVERFLOW)) => {
+                let full = slot.ord_err_period.load(Ordering::Relaxed);
+                let short = matches!(loc.template.unit(), Some(Unit::Second));
+                if guc::ORDER_NO_OVERFLOW.get() == Overflow::Wait && short && Instant::now() < deadline {
+                    // wait for the next period, then ask for a block of it
+                    let span = loc.template.locate(loc.tz, shmem::now_ms());
+                    let sleep = (span.end_ms - shmem::now_ms()).clamp(1, 1000);
+                    unsafe { pg_sys::pg_usleep(sleep * 1000) };
+                    pgrx::check_for_interrupts!();
+                    want = clock_key(loc).max(full + 1);
+                    continue;
+                }
+                return Err(SeqgenError::OrderOverflow { tag: tag.to_string(), capacity: loc.template.capacity() });
+            }
+            Some(Err(u32::MAX)) => return Err(SeqgenError::WorkerNotRunning),
+            Some(Err(code::NO_TEMPLATE)) => return Err(SeqgenError::NoTemplate(tag.to_string())),
+            Some(Err(c)) => return Err(directory::error_for(c, tag, "allocation failed; see the server log".into())),
+            None if slot.ord_locked.load(Ordering::Relaxed) != 0 => {
+                return Err(SeqgenError::RowLocked(tag.to_string()))
+            }
+            None => return Err(SeqgenError::Timeout { tag: tag.to_string(), ms: guc::ALLOCATION_TIMEOUT.get() }),
+        }
+    }
+}
+
+fn to_unix_ms(at: TimestampWithTimeZone) -> Result<i64> {
+    if !at.is_finite() {
+        return Err(SeqgenError::InvalidArgument("the timestamp must be finite".into()));
+    }
+    // PostgreSQL counts microseconds since 2000-01-01
+    Ok(pg_sys::TimestampTz::from(at).div_euclid(1000) + 946_684_800_000)
+}
+
+fn render_preview(text: &str, seq: i64, at: TimestampWithTimeZone, zone: &str, tag: Option<&str>) -> Result<String> {
+    let t = parse_template(text)?;
+    let tz = parse_zone(zone)?;
+    if t.uses_tag() && tag.is_none() {
+        return Err(SeqgenError::InvalidArgument(
+            "the template uses {tag}: call seqgen_render(template, seq, at, time_zone, biz_tag)".into(),
+        ));
+    }
+    if seq < 1 || seq > t.capacity() {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "seq must be between 1 and {} for {{seq:{}}}, got {seq}",
+            t.capacity(),
+            t.seq_width()
+        )));
+    }
+    t.check_node(node_id()).map_err(SeqgenError::InvalidArgument)?;
+    let span = t.locate(tz, to_unix_ms(at)?);
+    Ok(t.render(span.key, seq as u64, node_id(), tag.unwrap_or("")))
+}
+
+/// Preview: the number `seq` of the period containing `at`. `{node}` renders this server's
+/// `seqgen.node_id`.
+#[pg_extern(immutable, parallel_safe)]
+fn seqgen_render(template: &str, seq: i64, at: TimestampWithTimeZone, time_zone: default!(&str, "'UTC'")) -> String {
+    render_preview(template, seq, at, time_zone, None).or_raise()
+}
+
+/// Preview for a template that uses `{tag}`.
+#[pg_extern(immutable, parallel_safe, name = "seqgen_render")]
+fn seqgen_render_with_tag(
+    template: &str,
+    seq: i64,
+    at: TimestampWithTimeZone,
+    time_zone: &str,
+    biz_tag: &str,
+) -> String {
+    render_preview(template, seq, at, time_zone, Some(biz_tag)).or_raise()
+}
+
+/// Is the last digit of `order_no` the Luhn check digit of the digits before it? For
+/// templates that end in `{check}` (optionally followed by digit-free text); usable in a
+/// CHECK constraint.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn seqgen_check_digit_valid(order_no: &str) -> bool {
+    luhn_valid(order_no)
+}
