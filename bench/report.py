@@ -52,9 +52,11 @@ floor = per_row("abs(g)")
 for label, frag in [("`abs(g)` (the per-row floor)", "abs(g)"),
                     ("`nextval('s')`, default sequence", "nextval('s')"),
                     ("`nextval('s_cache')`, `CACHE 1000`", "s_cache"),
-                    ("`gen_random_uuid()`", "gen_random_uuid"),
+                    ("`gen_random_uuid()`", "gen_random_uuid()) FROM"),
                     ("`seqgen_next('b')`", "seqgen_next('b')"),
-                    ("`seqgen_snowflake()`", "seqgen_snowflake()")]:
+                    ("`seqgen_snowflake()`", "seqgen_snowflake()"),
+                    ("`seqgen_order_no('o')`, `SN{yyyy}{MM}{dd}{seq:8}{check}`", "seqgen_order_no"),
+                    ("`gen_random_uuid()::text`", "gen_random_uuid()::text")]:
     ns = per_row(frag)
     print(f"| {label} | {ns:.0f} | {ns / floor:.2f}x |")
 print()

@@ -2,6 +2,8 @@
 CREATE EXTENSION pg_seqgen;
 SELECT seqgen_create('b');          -- default step 1000, adaptive
 SELECT seqgen_create('p', 100);     -- step 100: segments switch constantly
+SELECT seqgen_create('o');          -- order numbers
+SELECT seqgen_set_template('o', 'SN{yyyy}{MM}{dd}{seq:8}{check}');
 CREATE SEQUENCE s;                  -- PostgreSQL's default sequence
 CREATE SEQUENCE s_cache CACHE 1000; -- with a per-backend cache of 1000
 

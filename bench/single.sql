@@ -6,6 +6,8 @@ SELECT * FROM bench_median(ARRAY[
     format('SELECT count(gen_random_uuid()) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_next(''b'')) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_snowflake()) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(seqgen_order_no(''o'')) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(gen_random_uuid()::text) FROM generate_series(1, %s) g', :rows),
     'SELECT count(*) FROM generate_series(1, 1000000)',
     'SELECT count(*) FROM seqgen_next_batch(''b'', 1000000)'
 ], 5);

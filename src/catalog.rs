@@ -117,7 +117,10 @@ impl Plans {
         let Ok(t) = template::parse(&text) else {
             return Ok(OrderReserve::Missing);
         };
-        match counter_block((period, max), want, size(step as i64), t.capacity()) {
+        // At most a tenth of the period's capacity per block: what a period change leaves
+        // unused in a prefetched block is lost to that period, so this bounds the loss.
+        let block = size(step as i64).min((t.capacity() / 10).max(1));
+        match counter_block((period, max), want, block, t.capacity()) {
             Ok(block) => {
                 client.update(&self.order_set, None, &[tag.into(), block.period.into(), block.end.into()])?;
                 Ok(OrderReserve::Done(block))

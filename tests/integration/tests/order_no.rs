@@ -1,0 +1,216 @@
+//! Templated order numbers under concurrency, crashes and a clock stepped back across
+//! midnight. Every test counts numbers issued twice.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use seqgen_integration::*;
+
+fn texts(rows: Vec<postgres::Row>) -> Vec<String> {
+    rows.iter().map(|r| r.get::<_, String>(0)).collect()
+}
+
+/// Asserts no number was issued twice; prints the figures.
+fn assert_unique(what: &str, all: &[String]) {
+    let mut seen = HashSet::new();
+    let dups: Vec<&String> = all.iter().filter(|n| !seen.insert(*n)).collect();
+    println!("{what}: {} numbers checked, {} duplicates", all.len(), dups.len());
+    assert!(dups.is_empty(), "{what}: issued twice, e.g. {:?}", &dups[..dups.len().min(5)]);
+}
+
+/// 8 sessions draw from a per-second template for several seconds: every number is unique,
+/// the counter restarts at 1 in every second and never needs more than its 6 digits.
+#[test]
+fn per_second_counters_restart_and_stay_unique() {
+    let c = Cluster::init("ord_seconds", 56301, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create('waybill', 200);
+         SELECT seqgen_set_template('waybill', '{yy}{MM}{dd}{HH}{mm}{ss}{seq:6}', 'Asia/Shanghai');",
+    );
+    let conninfo = c.conninfo("postgres");
+    let per_session = on_threads(8, move |_| {
+        let mut cl = Client::connect(&conninfo, NoTls).unwrap();
+        let mut got = vec![];
+        let end = Instant::now() + Duration::from_millis(4500);
+        while Instant::now() < end {
+            got.extend(texts(cl.query("SELECT seqgen_order_no('waybill') FROM generate_series(1, 50)", &[]).unwrap()));
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        got
+    });
+    let all: Vec<String> = per_session.into_iter().flatten().collect();
+    assert_unique("8 sessions, per-second template", &all);
+    let mut periods: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for n in &all {
+        assert_eq!(n.len(), 18, "{n}");
+        periods.entry(&n[..12]).or_default().push(n[12..].parse().unwrap());
+    }
+    println!("{} periods (seconds), {} numbers", periods.len(), all.len());
+    assert!(periods.len() >= 4, "expected to cross several second boundaries");
+    for (p, counters) in &periods {
+        let min = counters.iter().min().unwrap();
+        let max = counters.iter().max().unwrap();
+        assert_eq!(*min, 1, "period {p}: the counter did not restart at 1");
+        assert!(*max <= 999_999, "period {p}: {max} needs more than 6 digits");
+    }
+}
+
+/// A per-second template whose counter is full after 9 numbers: with
+/// seqgen.order_no_overflow = wait, callers wait for the next second instead of failing.
+#[test]
+fn overflow_waits_for_the_next_second_when_asked() {
+    let c = Cluster::init("ord_overflow", 56302, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create('tiny', 4);
+         SELECT seqgen_set_template('tiny', '{HH}{mm}{ss}-{seq:1}');",
+    );
+    let mut cl = c.connect();
+    // by default a full counter is an error
+    let mut err = None;
+    for _ in 0..20 {
+        if let Err(e) = cl.query_one("SELECT seqgen_order_no('tiny')", &[]) {
+            err = Some(e);
+            break;
+        }
+    }
+    assert_eq!(sqlstate(&err.expect("never overflowed")).as_deref(), Some("2200H"));
+    cl.batch_execute("SET seqgen.order_no_overflow = wait").unwrap();
+    let started = Instant::now();
+    let got = texts(cl.query("SELECT seqgen_order_no('tiny') FROM generate_series(1, 30)", &[]).unwrap());
+    assert_unique("30 numbers at 9 per second", &got);
+    let seconds: HashSet<&str> = got.iter().map(|n| &n[..6]).collect();
+    assert!(seconds.len() >= 4, "30 numbers at 9 per second need at least 4 seconds: {seconds:?}");
+    assert!(started.elapsed() >= Duration::from_secs(2));
+}
+
+/// Daily numbers under 8-session load, the server stopped with `-m immediate` and then killed
+/// with SIGKILL, restarted each time within the same day: no daily number is issued twice.
+#[test]
+fn daily_numbers_survive_crashes() {
+    let c = Cluster::init("ord_crash", 56303, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create('order', 50);
+         SELECT seqgen_set_template('order', 'SN{yyyy}{MM}{dd}{seq:8}{check}');",
+    );
+    let mut all: Vec<String> = vec![];
+    for how in ["immediate", "kill9"] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (conninfo, stop) = (c.conninfo("postgres"), stop.clone());
+                std::thread::spawn(move || {
+                    let mut cl = Client::connect(&conninfo, NoTls).unwrap();
+                    let mut got = vec![];
+                    while !stop.load(Ordering::Relaxed) {
+                        match cl.query("SELECT seqgen_order_no('order') FROM generate_series(1, 40)", &[]) {
+                            Ok(rows) => got.extend(texts(rows)),
+                            Err(_) => break,
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(1500));
+        if how == "kill9" {
+            c.kill9()
+        } else {
+            c.stop("immediate")
+        }
+        stop.store(true, Ordering::Relaxed);
+        for h in handles {
+            all.extend(h.join().unwrap());
+        }
+        println!("after the {how} stop: {} numbers", all.len());
+        c.start();
+    }
+    all.extend(texts(c.connect().query("SELECT seqgen_order_no('order') FROM generate_series(1, 3000)", &[]).unwrap()));
+    assert!(all.len() > 20_000, "too little load: {}", all.len());
+    assert_unique("daily numbers across an immediate shutdown and a SIGKILL", &all);
+}
+
+/// Under libfaketime the server clock runs into a new day, then is stepped back 10 minutes
+/// (to the day before): numbers stay in the new day (the period never moves backwards) and
+/// none is issued twice; a restart with the clock still behind midnight continues in the new
+/// day too.
+#[test]
+fn clock_stepped_back_across_midnight() {
+    let c = Cluster::init("ord_midnight", 56304, &[]).with_faketime();
+    // put the server's clock 1.5 s before the next UTC midnight
+    let real = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let midnight = (real / 86_400_000 + 1) * 86_400_000;
+    let offset = midnight - 1500 - real;
+    c.set_clock_offset_ms(offset);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create('order', 20);
+         SELECT seqgen_set_template('order', 'D{yyyy}{MM}{dd}-{seq:6}');",
+    );
+    let day = |ms: i64| {
+        let days = ms.div_euclid(86_400_000);
+        // civil date from days since 1970-01-01 (Howard Hinnant's algorithm)
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+        format!("D{y:04}{m:02}{d:02}")
+    };
+    let (old_day, new_day) = (day(midnight - 1), day(midnight));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (conninfo, stop) = (c.conninfo("postgres"), stop.clone());
+            std::thread::spawn(move || {
+                let mut cl = Client::connect(&conninfo, NoTls).unwrap();
+                let mut got = vec![];
+                while !stop.load(Ordering::Relaxed) {
+                    got.extend(texts(
+                        cl.query("SELECT seqgen_order_no('order') FROM generate_series(1, 20)", &[]).unwrap(),
+                    ));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                got
+            })
+        })
+        .collect();
+    // run past midnight, then step the clock back 10 minutes
+    std::thread::sleep(Duration::from_millis(3000));
+    c.set_clock_offset_ms(offset - 600_000);
+    std::thread::sleep(Duration::from_millis(2000));
+    stop.store(true, Ordering::Relaxed);
+    let per_session: Vec<Vec<String>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for got in &per_session {
+        // once a session has seen the new day it never sees the old one again
+        let first_new = got.iter().position(|n| n.starts_with(&new_day)).expect("never reached the new day");
+        assert!(
+            got[first_new..].iter().all(|n| n.starts_with(&new_day)),
+            "a number went back to {old_day} after {new_day} began"
+        );
+        assert!(got[..first_new].iter().all(|n| n.starts_with(&old_day)));
+    }
+    let mut all: Vec<String> = per_session.into_iter().flatten().collect();
+    assert!(all.iter().any(|n| n.starts_with(&old_day)) && all.iter().any(|n| n.starts_with(&new_day)));
+
+    // restart with the clock still 10 minutes behind midnight: the new day continues
+    c.stop("immediate");
+    c.start();
+    let after = texts(c.connect().query("SELECT seqgen_order_no('order') FROM generate_series(1, 500)", &[]).unwrap());
+    assert!(after.iter().all(|n| n.starts_with(&new_day)), "after the restart: {}", after[0]);
+    all.extend(after);
+    assert_unique("clock stepped back across midnight, then a restart behind it", &all);
+}
