@@ -54,11 +54,15 @@ for label, frag in [("`abs(g)` (the per-row floor)", "abs(g)"),
                     ("`nextval('s_cache')`, `CACHE 1000`", "s_cache"),
                     ("`gen_random_uuid()`", "gen_random_uuid()) FROM"),
                     ("`seqgen_next('b')`", "seqgen_next('b')"),
+                    ("`seqgen_next('q')`, an opaque tag", "seqgen_next('q')"),
                     ("`seqgen_snowflake()`", "seqgen_snowflake()"),
                     ("`seqgen_order_no('o')`, `SN{yyyy}{MM}{dd}{seq:8}{check}`", "seqgen_order_no"),
                     ("`gen_random_uuid()::text`", "gen_random_uuid()::text")]:
     ns = per_row(frag)
     print(f"| {label} | {ns:.0f} | {ns / floor:.2f}x |")
+print()
+opaque_ratio = per_row("seqgen_next('q')") / per_row("seqgen_next('b')")
+print(f"Opaque tag against a plain tag, per row: {opaque_ratio:.2f}x.")
 print()
 ceiling = 4096.0
 floor_per_ms = 1e6 / floor  # rows per ms at the abs(g) floor

@@ -31,3 +31,5 @@ BEGIN
               FROM unnest(times) WITH ORDINALITY AS u(x, k) WHERE (k - 1) % n = i - 1)
       FROM generate_series(1, n) i;
 END $$;
+SELECT seqgen_create('q');          -- an opaque tag
+SELECT seqgen_make_opaque('q');

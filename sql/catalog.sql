@@ -11,7 +11,11 @@ CREATE TABLE seqgen.alloc (
     max_id      pg_catalog.int8 NOT NULL,
     step        pg_catalog.int4 NOT NULL CHECK (step OPERATOR(pg_catalog.>) 0),
     description pg_catalog.text,
-    update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+    update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- NULL: IDs are the counter values. Set once (seqgen_make_opaque) to the max_id of that
+    -- moment: every later ID is a keyed permutation of its counter value into
+    -- (opaque_from, 2^63 - 1], above everything issued in the clear.
+    opaque_from pg_catalog.int8
 );
 COMMENT ON TABLE seqgen.alloc IS
     'pg_seqgen tags: max_id is the highest value ever reserved; it never decreases';
@@ -29,6 +33,17 @@ BEGIN
         RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'Create a new tag with seqgen_create() instead.';
+    END IF;
+    IF OLD.opaque_from IS NOT NULL AND NEW.opaque_from IS DISTINCT FROM OLD.opaque_from THEN
+        RAISE EXCEPTION 'tag "%" is opaque for good', OLD.biz_tag
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Plain IDs issued after opaque ones could repeat them.';
+    END IF;
+    IF OLD.opaque_from IS NULL AND NEW.opaque_from IS NOT NULL
+       AND NEW.opaque_from OPERATOR(pg_catalog.<) OLD.max_id THEN
+        RAISE EXCEPTION 'opaque_from of tag "%" must be at least its max_id %', OLD.biz_tag, OLD.max_id
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Use seqgen_make_opaque().';
     END IF;
     IF NEW.max_id OPERATOR(pg_catalog.<) OLD.max_id THEN
         RAISE EXCEPTION 'max_id of tag "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.max_id, NEW.max_id
@@ -133,7 +148,47 @@ CREATE TRIGGER template_guard BEFORE UPDATE ON seqgen.template
 CREATE TRIGGER template_no_truncate BEFORE TRUNCATE ON seqgen.template
     FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
 
+-- Opaque numbers: the 256-bit key of a tag (for opaque IDs and {seq:N:opaque}). Readable
+-- only by the extension's owner and roles it grants; dumped with the database so a restore
+-- keeps issuing the same permutation above the restored counters.
+CREATE TABLE seqgen.opaque_key (
+    biz_tag pg_catalog.text PRIMARY KEY REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
+    key     pg_catalog.bytea NOT NULL CHECK (pg_catalog.octet_length(key) OPERATOR(pg_catalog.=) 32),
+    -- the permutation is part of the stored format: a later version that changes it must
+    -- keep serving existing keys with the algorithm they were created for
+    algorithm pg_catalog.text NOT NULL DEFAULT 'feistel-siphash13-v1'
+              CHECK (algorithm OPERATOR(pg_catalog.=) 'feistel-siphash13-v1'),
+    created pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE seqgen.opaque_key IS 'pg_seqgen opaque-number keys; never changed (rotation could repeat numbers)';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.opaque_key', '');
+
+CREATE FUNCTION seqgen.opaque_key_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        -- allowed only with the tag itself (ON DELETE CASCADE)
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the key of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported';
+        END IF;
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'the key of tag "%" cannot be changed', OLD.biz_tag
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'A new key would permute future counter values onto numbers already issued.';
+END
+$$;
+
+CREATE TRIGGER opaque_key_guard BEFORE UPDATE OR DELETE ON seqgen.opaque_key
+    FOR EACH ROW EXECUTE FUNCTION seqgen.opaque_key_guard();
+CREATE TRIGGER opaque_key_no_truncate BEFORE TRUNCATE ON seqgen.opaque_key
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+
 REVOKE ALL ON SCHEMA seqgen FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.alloc FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.snowflake FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.template FROM PUBLIC;
+REVOKE ALL ON TABLE seqgen.opaque_key FROM PUBLIC;

@@ -5,16 +5,18 @@ use pgrx::pg_sys::{PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
 use seqgen_core::adaptive::{reserve, Reservation};
+use seqgen_core::opaque::Key;
 use seqgen_core::template::{self, counter_block, CounterBlock};
 
 /// What reserving values for a tag came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reserve {
     /// Reserved and written (the transaction still has to commit). `step` is the tag's
-    /// configured step.
+    /// configured step; `opaque`: the tag's IDs are permuted above this value, with this key.
     Done {
         range: Reservation,
         step: i64,
+        opaque: Option<(i64, Key)>,
     },
     Missing,
     /// The row is locked by another transaction; try again later.
@@ -22,9 +24,10 @@ pub enum Reserve {
     Exhausted,
 }
 
-const LOCK_ROW: &str = "SELECT max_id, step FROM seqgen.alloc \
+const LOCK_ROW: &str = "SELECT max_id, step, opaque_from FROM seqgen.alloc \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED";
 const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const KEY_READ: &str = "SELECT key FROM seqgen.opaque_key WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const TAG_STEP: &str = "SELECT step FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
@@ -34,7 +37,9 @@ const SNOWFLAKE_WRITE: &str = "INSERT INTO seqgen.snowflake (singleton, reserved
      ON CONFLICT (singleton) DO UPDATE \
      SET reserved_id = GREATEST(seqgen.snowflake.reserved_id, EXCLUDED.reserved_id)";
 
-const TEMPLATE_READ: &str = "SELECT template, time_zone FROM seqgen.template WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const TEMPLATE_READ: &str = "SELECT t.template, t.time_zone, k.key FROM seqgen.template t \
+     LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
+     WHERE t.biz_tag OPERATOR(pg_catalog.=) $1";
 const ORDER_LOCK: &str = "SELECT t.period_key, t.period_max, a.step, t.template \
      FROM seqgen.template t JOIN seqgen.alloc a ON a.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
      WHERE t.biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE OF t SKIP LOCKED";
@@ -59,6 +64,7 @@ pub struct Plans {
     row_exists: OwnedPreparedStatement,
     set_max_id: OwnedPreparedStatement,
     tag_step: OwnedPreparedStatement,
+    key_read: OwnedPreparedStatement,
     snowflake_read: OwnedPreparedStatement,
     snowflake_write: OwnedPreparedStatement,
     template_read: OwnedPreparedStatement,
@@ -76,6 +82,7 @@ impl Plans {
             row_exists: client.prepare(ROW_EXISTS, &[text])?.keep(),
             set_max_id: client.prepare_mut(SET_MAX_ID, &[text, int8])?.keep(),
             tag_step: client.prepare(TAG_STEP, &[text])?.keep(),
+            key_read: client.prepare(KEY_READ, &[text])?.keep(),
             snowflake_read: client.prepare(SNOWFLAKE_READ, &[])?.keep(),
             snowflake_write: client.prepare_mut(SNOWFLAKE_WRITE, &[int8])?.keep(),
             template_read: client.prepare(TEMPLATE_READ, &[text])?.keep(),
@@ -86,13 +93,18 @@ impl Plans {
     }
 
     /// A tag's template and time zone, if it has one.
-    pub fn template_read(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(String, String)>> {
+    /// A tag's template, time zone and opaque key, if it has a template.
+    pub fn template_read(
+        &self,
+        client: &SpiClient<'_>,
+        tag: &str,
+    ) -> spi::Result<Option<(String, String, Option<Key>)>> {
         let t = client.select(&self.template_read, Some(1), &[tag.into()])?;
         if t.is_empty() {
             return Ok(None);
         }
-        let (text, zone) = t.first().get_two::<String, String>()?;
-        Ok(Some((text.unwrap_or_default(), zone.unwrap_or_default())))
+        let (text, zone, key) = t.first().get_three::<String, String, Vec<u8>>()?;
+        Ok(Some((text.unwrap_or_default(), zone.unwrap_or_default(), key.and_then(|b| Key::from_bytes(&b)))))
     }
 
     /// Reserve the next block of order-number counter values for `tag`, for period `want`
@@ -163,13 +175,30 @@ impl Plans {
             let exists = client.select(&self.row_exists, Some(1), &[tag.into()])?;
             return Ok(if exists.is_empty() { Reserve::Missing } else { Reserve::Locked });
         }
-        let (max_id, step) = row.first().get_two::<i64, i32>()?;
+        let (max_id, step, opaque_from) = row.first().get_three::<i64, i32, i64>()?;
         let (max_id, step) = (max_id.unwrap_or(0), step.unwrap_or(1) as i64);
+        let opaque = match opaque_from {
+            Some(from) => match self.key(client, tag)? {
+                Some(k) => Some((from, k)),
+                // an opaque tag without its key: refuse rather than hand out plain values
+                None => return Ok(Reserve::Missing),
+            },
+            None => None,
+        };
         let Ok(range) = reserve(max_id, size(step).max(1)) else {
             return Ok(Reserve::Exhausted);
         };
         client.update(&self.set_max_id, None, &[tag.into(), range.end.into()])?;
-        Ok(Reserve::Done { range, step })
+        Ok(Reserve::Done { range, step, opaque })
+    }
+
+    /// A tag's opaque key, if it has one.
+    pub fn key(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<Key>> {
+        let t = client.select(&self.key_read, Some(1), &[tag.into()])?;
+        if t.is_empty() {
+            return Ok(None);
+        }
+        Ok(t.first().get_one::<Vec<u8>>()?.and_then(|b| Key::from_bytes(&b)))
     }
 }
 

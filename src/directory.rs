@@ -179,15 +179,16 @@ pub fn load_template(tag: &str) -> Result<()> {
     }
 }
 
-/// Ask the worker for a dedicated range of `n` values of `tag` (for large batches).
-pub fn reserve_range(tag: &str, n: i64) -> Result<(i64, i64)> {
+/// Ask the worker for a dedicated range of `n` values of `tag` (for large batches):
+/// `(start, len, opaque)`.
+pub fn reserve_range(tag: &str, n: i64) -> Result<(i64, i64, bool)> {
     let h = ready_header()?;
     let reply = call_worker_retrying(h, tag, |mb| {
         mb.kind.store(shmem::REQ_RANGE, Ordering::Relaxed);
         mb.n.store(n, Ordering::Relaxed);
     })?;
     match reply.code {
-        code::OK => Ok((reply.start, reply.len)),
+        code::OK => Ok((reply.start, reply.len, reply.opaque)),
         code::UNKNOWN_TAG if tag_visible_to_me(tag) => Err(SeqgenError::TagNotCommitted(tag.to_string())),
         c => Err(error_for(c, tag, reply.detail)),
     }
@@ -209,6 +210,7 @@ struct Reply {
     code: u32,
     start: i64,
     len: i64,
+    opaque: bool,
     detail: String,
 }
 
@@ -237,6 +239,7 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
     mb.set_name(tag.as_bytes());
     fill(mb);
     mb.result.store(code::INTERNAL, Ordering::Relaxed);
+    mb.r_mode.store(0, Ordering::Relaxed);
     mb.state.store(shmem::MB_POSTED, Ordering::Release);
     h.ring();
 
@@ -273,6 +276,7 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
                 code: mb.result.load(Ordering::Relaxed),
                 start: mb.r_start.load(Ordering::Relaxed),
                 len: mb.r_len.load(Ordering::Relaxed),
+                opaque: mb.r_mode.load(Ordering::Relaxed) == 1,
                 detail: mb.detail(),
             };
             mb.state.store(shmem::MB_FREE, Ordering::Release);

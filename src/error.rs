@@ -47,6 +47,8 @@ pub enum SeqgenError {
     SnowflakeTimeExhausted,
     #[error("the clock is before seqgen.snowflake_epoch")]
     BeforeEpoch,
+    #[error("tag \"{0}\" is not opaque")]
+    NotOpaque(String),
     #[error("tag \"{0}\" has no template")]
     NoTemplate(String),
     #[error("the order-number counter of tag \"{tag}\" is full for this period ({capacity} numbers)")]
@@ -67,7 +69,8 @@ impl SeqgenError {
             | WorkerNotRunning
             | CatalogMissing(_)
             | TagNotCommitted(_)
-            | NoTemplate(_) => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            | NoTemplate(_)
+            | NotOpaque(_) => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) => ERRCODE_UNDEFINED_OBJECT,

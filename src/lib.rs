@@ -12,6 +12,7 @@ mod directory;
 mod error;
 mod guc;
 mod local;
+mod opaque;
 mod order;
 mod segment_api;
 mod shmem;

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 use seqgen_core::check::luhn_valid;
+use seqgen_core::opaque::Key;
 use seqgen_core::segment::Draw;
 use seqgen_core::template::{self, Prepared, Span, Template, Tz, Unit};
 
@@ -32,6 +33,8 @@ struct Local {
     template: Template,
     tz: Tz,
     tag: String,
+    /// The tag's key, for `{seq:N:opaque}`.
+    key: Option<Key>,
     span: Option<Span>,
     prepared: Option<Prepared>,
 }
@@ -73,6 +76,7 @@ fn seqgen_set_template(biz_tag: &str, template: &str, time_zone: default!(&str, 
 }
 
 fn set_template(tag: &str, text: &str, zone: &str) -> Result<()> {
+    let opaque = parse_template(text)?.is_opaque();
     check_tag(tag)?;
     let t = parse_template(text)?;
     parse_zone(zone)?;
@@ -85,6 +89,9 @@ fn set_template(tag: &str, text: &str, zone: &str) -> Result<()> {
     .map_err(|e| SeqgenError::Internal(e.to_string()))?;
     if exists != Some(true) {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
+    }
+    if opaque {
+        crate::opaque::ensure_key(tag)?;
     }
     Spi::run_with_args(
         "INSERT INTO seqgen.template (biz_tag, template, time_zone) VALUES ($1, $2, $3) \
@@ -159,12 +166,18 @@ fn load_local(tag: &str, r: Resolved) -> Result<Local> {
     if state == TPL_MISSING || state != TPL_READY {
         return Err(SeqgenError::NoTemplate(tag.to_string()));
     }
+    let template = parse_template(&text)?;
+    let key = r.slot.key();
+    if template.is_opaque() && key.is_none() {
+        return Err(SeqgenError::Internal(format!("the opaque template of tag \"{tag}\" has no key")));
+    }
     Ok(Local {
         gen: r.gen,
         version,
-        template: parse_template(&text)?,
+        template,
         tz: parse_zone(&zone)?,
         tag: tag.to_string(),
+        key,
         span: None,
         prepared: None,
     })
@@ -227,7 +240,7 @@ fn clock_key(loc: &mut Local) -> i64 {
 #[inline]
 fn render(loc: &mut Local, period: i64, value: i64, out: &mut String) {
     if loc.prepared.as_ref().map(|p| p.key) != Some(period) {
-        loc.prepared = Some(loc.template.prepare(period, node_id(), &loc.tag));
+        loc.prepared = Some(loc.template.prepare(period, node_id(), &loc.tag, loc.key));
     }
     let p = loc.prepared.as_ref().expect("prepared above");
     out.clear();

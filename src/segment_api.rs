@@ -11,6 +11,7 @@ use crate::error::{check_tag, OrRaise, Result, SeqgenError};
 use crate::guc;
 use crate::shmem::{self, Header, WorkerStatus};
 use crate::wait::wait_for;
+use crate::worker::MODE_OPAQUE;
 
 /// Create a tag (a catalog row). Transactional: the tag exists for the worker once the
 /// calling transaction commits.
@@ -97,12 +98,12 @@ pub fn next(tag: &str) -> Result<i64> {
     let mut r = resolve(tag)?;
     loop {
         match r.slot.seg.draw() {
-            Draw::Value { value, prefetch, .. } => {
+            Draw::Value { value, prefetch, period: mode, .. } => {
                 if prefetch {
                     request_segment(r.slot);
                 }
                 if r.slot.gen.load(Ordering::Acquire) == r.gen {
-                    return Ok(value);
+                    return Ok(if mode == MODE_OPAQUE { crate::opaque::permute_id(r.slot, value) } else { value });
                 }
                 // The slot was retired while we drew: discard the value and resolve again.
                 forget(tag);
@@ -172,13 +173,20 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
 /// `n` IDs of a tag at once.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
+    let tag = biz_tag.to_string();
     let ranges = next_batch(biz_tag, n).or_raise();
-    SetOfIterator::new(ranges.into_iter().flat_map(|(start, len)| start..start + len))
+    let slot = ranges.iter().any(|r| r.2).then(|| resolve(&tag).or_raise().slot);
+    SetOfIterator::new(ranges.into_iter().flat_map(move |(start, len, opaque)| {
+        (start..start + len).map(move |v| match (opaque, slot) {
+            (true, Some(s)) => crate::opaque::permute_id(s, v),
+            _ => v,
+        })
+    }))
 }
 
-/// The ranges making up a batch: what the current segment can give, the rest reserved for
-/// this call alone by the worker (one round trip, whatever `n`).
-pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64)>> {
+/// The ranges making up a batch, `(start, len, opaque)`: what the current segment can give,
+/// the rest reserved for this call alone by the worker (one round trip, whatever `n`).
+pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, bool)>> {
     if n <= 0 || n > guc::MAX_BATCH {
         return Err(SeqgenError::InvalidArgument(format!("n must be between 1 and {}, got {n}", guc::MAX_BATCH)));
     }
@@ -187,13 +195,13 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64)>> {
     let mut left = n as u64;
     for _ in 0..2 {
         match r.slot.seg.claim_range(left) {
-            Claim::Range { start, len, .. } => {
+            Claim::Range { start, len, period: mode } => {
                 if r.slot.gen.load(Ordering::Acquire) != r.gen {
                     forget(tag);
                     r = resolve(tag)?;
                     continue;
                 }
-                out.push((start, len as i64));
+                out.push((start, len as i64, mode == MODE_OPAQUE));
                 left -= len;
                 if r.slot.seg.wants_next() {
                     request_segment(r.slot);
@@ -229,6 +237,7 @@ fn seqgen_status() -> TableIterator<
         name!(ids_per_sec, f64),
         name!(current_step, Option<i64>),
         name!(waits, i64),
+        name!(opaque, bool),
         name!(description, Option<String>),
         name!(update_time, Option<pgrx::datum::TimestampWithTimeZone>),
     ),
@@ -237,7 +246,8 @@ fn seqgen_status() -> TableIterator<
     let rows = Spi::connect(|c| {
         let mut rows = vec![];
         let t = c.select(
-            "SELECT biz_tag, step, max_id, description, update_time FROM seqgen.alloc ORDER BY biz_tag",
+            "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL \
+             FROM seqgen.alloc ORDER BY biz_tag",
             None,
             &[],
         )?;
@@ -247,7 +257,8 @@ fn seqgen_status() -> TableIterator<
             let max_id: i64 = row.get(3)?.unwrap_or_default();
             let desc: Option<String> = row.get(4)?;
             let time: Option<pgrx::datum::TimestampWithTimeZone> = row.get(5)?;
-            rows.push((tag, step, max_id, desc, time));
+            let opaque: bool = row.get(6)?.unwrap_or(false);
+            rows.push((tag, step, max_id, desc, time, opaque));
         }
         Ok::<_, pgrx::spi::Error>(rows)
     })
@@ -255,7 +266,7 @@ fn seqgen_status() -> TableIterator<
     .or_raise();
     let out: Vec<_> = rows
         .into_iter()
-        .map(|(tag, step, max_id, desc, time)| {
+        .map(|(tag, step, max_id, desc, time, opaque)| {
             let live = directory::lookup(h, tag.as_bytes());
             let snap = live.map(|r| (r.slot.seg.snapshot(), r.slot));
             let (next_value, segment_end, next_ready, rate, cur_step, waits) = match snap {
@@ -272,7 +283,7 @@ fn seqgen_status() -> TableIterator<
                 }
                 None => (None, None, false, 0.0, None, 0),
             };
-            (tag, step, max_id, next_value, segment_end, next_ready, rate, cur_step, waits, desc, time)
+            (tag, step, max_id, next_value, segment_end, next_ready, rate, cur_step, waits, opaque, desc, time)
         })
         .collect();
     TableIterator::new(out)

@@ -12,6 +12,7 @@
 //!     ├── seg: SegmentBuffer (cursor on its own cache line, ring of published segments)
 //!     ├── ord: SegmentBuffer of order-number counter blocks (segment period = period key)
 //!     ├── tpl: the tag's template and time zone (seqlock)
+//!     ├── key, key_set, opaque_from: opaque numbers (key written once)
 //!     ├── gen: generation, bumped whenever the slot stops serving its tag
 //!     ├── name, state (directory; written under dir_lock)
 //!     └── worker bookkeeping: prefetch request flag, adaptive step, errors, rates
@@ -109,6 +110,11 @@ pub struct TagSlot {
     pub ord_cur_step: AtomicI64,
     pub ord_last_ms: AtomicI64,
     pub tpl: TemplateCell,
+    /// Opaque numbers: the tag's key (written once, before any opaque segment or template is
+    /// published) and, for opaque IDs, the counter value above which IDs are permuted.
+    pub key_set: AtomicU32,
+    pub key: [AtomicU64; 4],
+    pub opaque_from: AtomicI64,
     /// ids_per_sec as f64 bits, and the sample it was computed from.
     pub rate_bits: AtomicU64,
     pub rate_total: AtomicU64,
@@ -116,6 +122,26 @@ pub struct TagSlot {
 }
 
 impl TagSlot {
+    /// Store the tag's key (worker only; a key never changes while the slot serves its tag).
+    pub fn set_key(&self, key: &seqgen_core::opaque::Key) {
+        if self.key_set.load(Ordering::Acquire) == 0 {
+            for (cell, w) in self.key.iter().zip(key.words()) {
+                cell.store(w, Ordering::Relaxed);
+            }
+            self.key_set.store(1, Ordering::Release);
+        }
+    }
+
+    /// The tag's key, once set.
+    #[inline]
+    pub fn key(&self) -> Option<seqgen_core::opaque::Key> {
+        if self.key_set.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let w = [0, 1, 2, 3].map(|i| self.key[i].load(Ordering::Relaxed));
+        Some(seqgen_core::opaque::Key::from_words(w))
+    }
+
     /// The tag name. Caller holds `dir_lock` (either mode) or is the worker.
     pub fn name(&self) -> &[u8] {
         let len = self.name_len.load(Ordering::Relaxed) as usize;
@@ -233,6 +259,8 @@ pub struct Mailbox {
     pub result: AtomicU32,
     pub r_start: AtomicI64,
     pub r_len: AtomicI64,
+    /// 1 when the range's values are to be permuted (an opaque tag).
+    pub r_mode: AtomicU32,
     detail_len: AtomicU32,
     detail: UnsafeCell<[u8; 256]>,
 }

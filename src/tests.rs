@@ -620,4 +620,119 @@ mod tests {
             assert_eq!(sqlstate(sql), Some(ERRCODE_INSUFFICIENT_PRIVILEGE), "{sql}");
         }
     }
+
+    #[pg_test]
+    fn opaque_ids_are_unique_unordered_and_revealable() {
+        autonomous("SELECT seqgen_create('t_opaque', 100)");
+        let plain = ids("SELECT seqgen_next('t_opaque') FROM generate_series(1, 5)");
+        assert_eq!(plain, vec![1, 2, 3, 4, 5]);
+        autonomous("SELECT seqgen_make_opaque('t_opaque')");
+        autonomous("SELECT seqgen_make_opaque('t_opaque')"); // idempotent
+        let from = one("SELECT opaque_from FROM seqgen.alloc WHERE biz_tag = 't_opaque'");
+        assert_eq!(from, 100, "opaque above everything reserved in the clear");
+        let mut got = ids("SELECT seqgen_next('t_opaque') FROM generate_series(1, 2000)");
+        got.extend(ids("SELECT seqgen_next_batch('t_opaque', 500)"));
+        got.extend(ids("SELECT seqgen_next_batch('t_opaque', 5000)"));
+        assert!(got.iter().all(|&id| id > from), "an opaque ID at or below opaque_from");
+        let decreasing = got.windows(2).filter(|w| w[1] < w[0]).count();
+        assert!((3_000..=4_500).contains(&decreasing), "{decreasing} of {} steps go down", got.len() - 1);
+        let mut sorted = got.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), got.len(), "an opaque ID was issued twice");
+        // support staff map them back to the counter values, which are increasing
+        let counters: Vec<i64> = got
+            .iter()
+            .map(|&id| {
+                Spi::get_one_with_args::<i64>("SELECT seqgen_reveal('t_opaque', $1)", &[id.into()]).unwrap().unwrap()
+            })
+            .collect();
+        assert!(counters.windows(2).all(|w| w[0] < w[1]), "revealed counters are not increasing");
+        assert!(counters[0] > from);
+        // an ID issued before the tag became opaque is its own counter value
+        assert_eq!(one("SELECT seqgen_reveal('t_opaque', 3)"), 3);
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT opaque FROM seqgen_status() WHERE biz_tag = 't_opaque'").unwrap(),
+            Some(true)
+        );
+    }
+
+    #[pg_test]
+    fn opaque_order_numbers_stay_n_digits_and_unordered() {
+        autonomous("SELECT seqgen_create('t_opaque_no', 50)");
+        autonomous("SELECT seqgen_set_template('t_opaque_no', 'OP{yyyy}{MM}{dd}{seq:4:opaque}{check}')");
+        let got: Vec<String> = Spi::connect(|c| {
+            c.select("SELECT seqgen_order_no('t_opaque_no') FROM generate_series(1, 300)", None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        let mut uniq = got.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), 300);
+        assert!(got.iter().all(|n| n.len() == 15), "{:?}", &got[..3]);
+        let decreasing = got.windows(2).filter(|w| w[1] < w[0]).count();
+        assert!((100..=200).contains(&decreasing), "{decreasing} of 299 steps go down");
+        for (i, n) in got.iter().enumerate() {
+            assert_eq!(
+                Spi::get_one_with_args::<bool>("SELECT seqgen_check_digit_valid($1)", &[n.as_str().into()]).unwrap(),
+                Some(true)
+            );
+            let c =
+                Spi::get_one_with_args::<i64>("SELECT seqgen_reveal_order_no('t_opaque_no', $1)", &[n.as_str().into()])
+                    .unwrap()
+                    .unwrap();
+            assert_eq!(c, i as i64 + 1, "{n}");
+        }
+        assert_eq!(
+            sqlstate("SELECT seqgen_reveal_order_no('t_opaque_no', 'OP2026')"),
+            Some(ERRCODE_INVALID_PARAMETER_VALUE)
+        );
+    }
+
+    #[pg_test]
+    fn execute_only_role_cannot_read_the_key_or_reveal() {
+        autonomous("SELECT seqgen_create('t_opaque_priv')");
+        autonomous("SELECT seqgen_make_opaque('t_opaque_priv')");
+        Spi::run("CREATE ROLE seqgen_opaque_app NOLOGIN").unwrap();
+        Spi::run("GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer) TO seqgen_opaque_app")
+            .unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_opaque_app").unwrap();
+        assert!(one("SELECT seqgen_next('t_opaque_priv')") > 0);
+        for sql in [
+            "SELECT key FROM seqgen.opaque_key",
+            "SELECT seqgen_reveal('t_opaque_priv', 1)",
+            "SELECT seqgen_reveal_order_no('t_opaque_priv', 'x')",
+            "SELECT seqgen_make_opaque('t_opaque_priv')",
+        ] {
+            assert_eq!(sqlstate(sql), Some(ERRCODE_INSUFFICIENT_PRIVILEGE), "{sql}");
+        }
+        // even with EXECUTE on the reveal function, the key stays out of reach
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("GRANT EXECUTE ON FUNCTION seqgen_reveal(text, bigint) TO seqgen_opaque_app").unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_opaque_app").unwrap();
+        assert_eq!(sqlstate("SELECT seqgen_reveal('t_opaque_priv', 5)"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
+    }
+
+    #[pg_test]
+    fn opaque_is_for_good_and_the_key_is_fixed() {
+        autonomous("SELECT seqgen_create('t_opaque_guard')");
+        autonomous("SELECT seqgen_make_opaque('t_opaque_guard')");
+        refused("UPDATE seqgen.alloc SET opaque_from = NULL WHERE biz_tag = 't_opaque_guard'", ERRCODE_CHECK_VIOLATION);
+        refused(
+            "UPDATE seqgen.opaque_key SET key = key WHERE biz_tag = 't_opaque_guard'",
+            ERRCODE_FEATURE_NOT_SUPPORTED,
+        );
+        refused("DELETE FROM seqgen.opaque_key WHERE biz_tag = 't_opaque_guard'", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused("SELECT seqgen_make_opaque('t_opaque_missing')", ERRCODE_UNDEFINED_OBJECT);
+        autonomous("SELECT seqgen_create('t_not_opaque')");
+        refused("SELECT seqgen_reveal('t_not_opaque', 1)", ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
+        // a plain tag cannot be given an opaque_from below its max_id by hand
+        autonomous("UPDATE seqgen.alloc SET max_id = 500 WHERE biz_tag = 't_not_opaque'");
+        refused("UPDATE seqgen.alloc SET opaque_from = 10 WHERE biz_tag = 't_not_opaque'", ERRCODE_CHECK_VIOLATION);
+        // dropping the tag takes its key with it
+        autonomous("SELECT seqgen_drop('t_opaque_guard')");
+        assert_eq!(one("SELECT count(*) FROM seqgen.opaque_key WHERE biz_tag = 't_opaque_guard'"), 0);
+    }
 }

@@ -21,6 +21,7 @@ use pgrx::pg_sys;
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use seqgen_core::adaptive::Reservation;
+use seqgen_core::opaque::Key;
 use seqgen_core::segment::{trigger_offset, Segment};
 use seqgen_core::template::{self, Template, Tz};
 
@@ -302,7 +303,7 @@ enum Outcome {
     /// Loads: the tag exists, with this configured step.
     Loaded(i64),
     /// A tag's template and zone (None: no template).
-    Template(Option<(String, String)>),
+    Template(Option<(String, String, Option<Key>)>),
     Order(OrderReserve),
     /// Loads only: the tag already has a slot.
     AlreadyLoaded,
@@ -459,8 +460,17 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
             Some((idx, gen)) => answer(&h.mailboxes[*mb], code::OK, idx as i64, gen as i64, ""),
             None => answer(&h.mailboxes[*mb], code::TOO_MANY_TAGS, 0, 0, ""),
         },
-        (Job::Range { mb, .. }, Outcome::Reserved(Reserve::Done { range, .. })) => {
-            answer(&h.mailboxes[*mb], code::OK, range.start, range.len() as i64, "")
+        (Job::Range { mb, tag, .. }, Outcome::Reserved(Reserve::Done { range, opaque, .. })) => {
+            let mb = &h.mailboxes[*mb];
+            if let Some((from, key)) = opaque {
+                // the caller permutes the range with the key of its slot
+                match crate::directory::lookup(h, tag.as_bytes()) {
+                    Some(r) => set_opaque(r.slot, from, &key),
+                    None => return answer(mb, code::INTERNAL, 0, 0, "tag vanished while reserving; retry"),
+                }
+            }
+            mb.r_mode.store(opaque.is_some() as u32, Ordering::Relaxed);
+            answer(mb, code::OK, range.start, range.len() as i64, "")
         }
         (Job::Load { mb, .. } | Job::Range { mb, .. }, o) => {
             let c = match o {
@@ -485,7 +495,10 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     return code::UNKNOWN_TAG;
                 };
                 match &found {
-                    Some((text, zone)) => {
+                    Some((text, zone, key)) => {
+                        if let Some(k) = key {
+                            s.set_key(k);
+                        }
                         s.tpl.write(text, zone);
                         code::OK
                     }
@@ -539,14 +552,19 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 return; // retired meanwhile; the reservation is simply skipped
             }
             match o {
-                Outcome::Reserved(Reserve::Done { range, .. }) => {
+                Outcome::Reserved(Reserve::Done { range, opaque, .. }) => {
                     s.locked.store(0, Ordering::Relaxed);
                     s.err_code.store(code::OK, Ordering::Relaxed);
                     s.cur_step.store(range.len() as i64, Ordering::Relaxed);
                     s.last_alloc_ms.store(now, Ordering::Relaxed);
+                    let mut seg = segment_of(range);
+                    if let Some((from, key)) = opaque {
+                        set_opaque(s, from, &key);
+                        seg.period = MODE_OPAQUE;
+                    }
                     // Publishing fails only if a segment is already waiting; then this one is
                     // skipped (a gap, never a duplicate).
-                    let _ = s.seg.publish(segment_of(range));
+                    let _ = s.seg.publish(seg);
                 }
                 Outcome::Reserved(Reserve::Locked) => s.locked.store(1, Ordering::Relaxed),
                 Outcome::Reserved(Reserve::Missing) => {
@@ -560,6 +578,16 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
             }
         }
     }
+}
+
+/// Segments of an opaque tag carry this mode in their `period` field: their values are
+/// counter values to permute.
+pub const MODE_OPAQUE: i64 = 1;
+
+/// Record an opaque tag's key and domain in its slot (before publishing anything opaque).
+fn set_opaque(s: &TagSlot, from: i64, key: &Key) {
+    s.opaque_from.store(from, Ordering::Relaxed);
+    s.set_key(key);
 }
 
 fn order_error(s: &TagSlot, c: u32) {
@@ -606,6 +634,8 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64) -> Option<(usize, u64)>
         s.ord_cur_step.store(step, Ordering::Relaxed);
         s.ord_last_ms.store(0, Ordering::Relaxed);
         s.tpl.set_state(shmem::TPL_UNKNOWN);
+        s.key_set.store(0, Ordering::Relaxed);
+        s.opaque_from.store(0, Ordering::Relaxed);
         let gen = s.gen.load(Ordering::Acquire);
         s.state.store(shmem::SLOT_ACTIVE, Ordering::Release);
         Some((idx, gen))

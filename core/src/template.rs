@@ -24,6 +24,8 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Datelike, Duration, LocalResult, Months, NaiveDate, NaiveDateTime, TimeZone, Timelike};
 pub use chrono_tz::Tz;
 
+use crate::opaque::{Domain, Key};
+
 pub const MAX_TEMPLATE_CHARS: usize = 200;
 pub const MAX_SEQ_WIDTH: u8 = 18;
 pub const MAX_NODE_WIDTH: u8 = 10;
@@ -49,8 +51,14 @@ pub enum Part {
     Hour,
     Minute,
     Second,
-    Seq { width: u8 },
-    Node { width: Option<u8> },
+    /// The counter; `opaque`: a keyed permutation of the period's N-digit values.
+    Seq {
+        width: u8,
+        opaque: bool,
+    },
+    Node {
+        width: Option<u8>,
+    },
     Tag,
     Check,
 }
@@ -89,7 +97,7 @@ fn err<T>(pos: usize, problem: impl Into<String>) -> Result<T, TemplateError> {
     Err(TemplateError { pos, problem: problem.into() })
 }
 
-const KNOWN: &str = "yyyy yy MM dd HH mm ss seq:N node node:N tag check";
+const KNOWN: &str = "yyyy yy MM dd HH mm ss seq:N seq:N:opaque node node:N tag check";
 
 /// Parse a template. Never panics, whatever the input.
 pub fn parse(text: &str) -> Result<Template, TemplateError> {
@@ -123,7 +131,7 @@ pub fn parse(text: &str) -> Result<Template, TemplateError> {
                     return err(pos, "unclosed '{' (write '{{' for a literal brace)");
                 }
                 let part = field(&inner, pos)?;
-                if let Part::Seq { width } = part {
+                if let Part::Seq { width, .. } = part {
                     if seq.is_some() {
                         return err(pos, "a second {seq}: a template has exactly one counter");
                     }
@@ -177,7 +185,11 @@ fn field(inner: &str, pos: usize) -> Result<Part, TemplateError> {
         None => (inner, None),
     };
     let part = match (name, arg) {
-        ("seq", Some(a)) => Part::Seq { width: width(a, pos, "seq", MAX_SEQ_WIDTH)? },
+        ("seq", Some(a)) => match a.split_once(':') {
+            Some((w, "opaque")) => Part::Seq { width: width(w, pos, "seq", MAX_SEQ_WIDTH)?, opaque: true },
+            Some((_, other)) => return err(pos, format!("unknown {{seq}} option '{other}' (the only one is opaque)")),
+            None => Part::Seq { width: width(a, pos, "seq", MAX_SEQ_WIDTH)?, opaque: false },
+        },
         ("seq", None) => return err(pos, "{seq} needs a width, e.g. {seq:6}"),
         ("node", None) => Part::Node { width: None },
         ("node", Some(a)) => Part::Node { width: Some(width(a, pos, "node", MAX_NODE_WIDTH)?) },
@@ -266,6 +278,11 @@ impl Template {
         self.unit
     }
 
+    /// Is the counter rendered through the tag's keyed permutation (`{seq:N:opaque}`)?
+    pub fn is_opaque(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Seq { opaque: true, .. }))
+    }
+
     pub fn uses_tag(&self) -> bool {
         self.parts.contains(&Part::Tag)
     }
@@ -311,8 +328,9 @@ impl Template {
     }
 
     /// Render everything but the counter and the check digit for period `key`, so that each
-    /// number is a copy plus a few digits.
-    pub fn prepare(&self, key: i64, node: u32, tag: &str) -> Prepared {
+    /// number is a copy plus a few digits. `opaque_key` is needed for `{seq:N:opaque}`
+    /// (without it the counter is rendered as is).
+    pub fn prepare(&self, key: i64, node: u32, tag: &str, opaque_key: Option<Key>) -> Prepared {
         let t = local_of_key(key);
         let mut pieces: Vec<Piece> = vec![];
         let mut text = String::new();
@@ -340,14 +358,102 @@ impl Template {
         if !text.is_empty() {
             pieces.push(Piece::Text(text));
         }
-        Prepared::new(pieces, self.seq_width as usize, key)
+        let permute = match (self.is_opaque(), opaque_key) {
+            (true, Some(k)) => Domain::digits(self.seq_width as u32).map(|d| (d, k)),
+            _ => None,
+        };
+        Prepared::new(pieces, self.seq_width as usize, key, permute)
     }
 
     /// Render one number (the slow, self-contained way; [`Prepared`] is the fast one).
     pub fn render(&self, key: i64, seq: u64, node: u32, tag: &str) -> String {
+        self.render_with_key(key, seq, node, tag, None)
+    }
+
+    /// [`render`](Self::render) with the key for `{seq:N:opaque}`.
+    pub fn render_with_key(&self, key: i64, seq: u64, node: u32, tag: &str, opaque_key: Option<Key>) -> String {
         let mut out = Vec::new();
-        self.prepare(key, node, tag).render_into(seq, &mut out);
+        self.prepare(key, node, tag, opaque_key).render_into(seq, &mut out);
         String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Take a rendered number apart: its period key and the counter as shown (the permuted
+    /// value for `{seq:N:opaque}`). Needs every date field down to the period's unit, so the
+    /// period can be rebuilt (`{yy}` is read as 20yy). `None` when `number` does not fit the
+    /// template.
+    pub fn parse_number(&self, number: &str, node: u32, tag: &str) -> Option<(i64, u64)> {
+        let mut rest = number;
+        let (mut y, mut mo, mut d, mut h, mut mi, mut s) = (None, None, None, None, None, None);
+        let mut seq = None;
+        let take = |rest: &mut &str, n: usize| -> Option<u32> {
+            let head = rest.get(..n)?;
+            if !head.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            *rest = &rest[n..];
+            head.parse().ok()
+        };
+        for p in &self.parts {
+            match p {
+                Part::Literal(l) => rest = rest.strip_prefix(l.as_str())?,
+                Part::Year4 => y = Some(take(&mut rest, 4)? as i32),
+                Part::Year2 => y = Some(2000 + take(&mut rest, 2)? as i32),
+                Part::Month => mo = Some(take(&mut rest, 2)?),
+                Part::Day => d = Some(take(&mut rest, 2)?),
+                Part::Hour => h = Some(take(&mut rest, 2)?),
+                Part::Minute => mi = Some(take(&mut rest, 2)?),
+                Part::Second => s = Some(take(&mut rest, 2)?),
+                Part::Seq { width, .. } => {
+                    let head = rest.get(..*width as usize)?;
+                    if !head.bytes().all(|b| b.is_ascii_digit()) {
+                        return None;
+                    }
+                    seq = Some(head.parse::<u64>().ok()?);
+                    rest = &rest[*width as usize..];
+                }
+                Part::Node { width } => {
+                    let shown = match width {
+                        Some(w) => format!("{:0w$}", node, w = *w as usize),
+                        None => node.to_string(),
+                    };
+                    rest = rest.strip_prefix(shown.as_str())?;
+                }
+                Part::Tag => rest = rest.strip_prefix(tag)?,
+                Part::Check => {
+                    take(&mut rest, 1)?;
+                }
+            }
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+        let key = match self.unit {
+            None => 0,
+            Some(unit) => {
+                let need = |u: Unit, v: Option<u32>| if unit >= u { v } else { Some(0) };
+                let date = NaiveDate::from_ymd_opt(
+                    y?,
+                    if unit >= Unit::Month { mo? } else { 1 },
+                    if unit >= Unit::Day { d? } else { 1 },
+                )?;
+                let t = date.and_hms_opt(need(Unit::Hour, h)?, need(Unit::Minute, mi)?, need(Unit::Second, s)?)?;
+                t.and_utc().timestamp()
+            }
+        };
+        Some((key, seq?))
+    }
+
+    /// The counter value behind a rendered number (undoing `{seq:N:opaque}` with `key`).
+    pub fn reveal(&self, number: &str, node: u32, tag: &str, opaque_key: Option<Key>) -> Option<(i64, u64)> {
+        let (period, shown) = self.parse_number(number, node, tag)?;
+        if !self.is_opaque() {
+            return Some((period, shown));
+        }
+        let d = Domain::digits(self.seq_width as u32)?;
+        if !d.contains(shown) {
+            return None;
+        }
+        Some((period, d.unpermute(&opaque_key?, period as u64, shown)))
     }
 
     /// A POSIX/Rust regular expression every number of this template matches.
@@ -362,7 +468,7 @@ impl Template {
                 Part::Day => re.push_str("(0[1-9]|[12][0-9]|3[01])"),
                 Part::Hour => re.push_str("([01][0-9]|2[0-3])"),
                 Part::Minute | Part::Second => re.push_str("[0-5][0-9]"),
-                Part::Seq { width } => write!(re, "[0-9]{{{width}}}").unwrap(),
+                Part::Seq { width, .. } => write!(re, "[0-9]{{{width}}}").unwrap(),
                 Part::Node { width: None } => re.push_str("[0-9]+"),
                 Part::Node { width: Some(w) } => write!(re, "[0-9]{{{w}}}").unwrap(),
                 Part::Tag => re.push_str(&tag.map(escape).unwrap_or_else(|| ".+".into())),
@@ -402,6 +508,8 @@ pub struct Prepared {
     /// the sum is computed once; per number only the counter's digits are added. `seq_odd`:
     /// the counter's last digit is an odd position from the check digit (doubled).
     check: Option<LuhnPlan>,
+    /// `{seq:N:opaque}`: the N-digit domain and the key; the period key is the tweak.
+    permute: Option<(Domain, Key)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -427,7 +535,7 @@ fn luhn_term(d: u32, doubled: bool) -> u32 {
 }
 
 impl Prepared {
-    fn new(pieces: Vec<Piece>, seq_width: usize, key: i64) -> Prepared {
+    fn new(pieces: Vec<Piece>, seq_width: usize, key: i64, permute: Option<(Domain, Key)>) -> Prepared {
         let check_at = pieces.iter().position(|p| *p == Piece::Check);
         let check = check_at.map(|c| {
             // digits before the check digit, with their distance from it (1 = next to it)
@@ -453,14 +561,17 @@ impl Prepared {
             }
             LuhnPlan { static_sum, seq_in_sum, seq_odd }
         });
-        Prepared { pieces, seq_width, key, check }
+        Prepared { pieces, seq_width, key, check, permute }
     }
 
     /// Append the number with counter `seq` to `out`.
     #[inline]
     pub fn render_into(&self, seq: u64, out: &mut Vec<u8>) {
         let mut digits = [b'0'; 20];
-        let mut v = seq;
+        let mut v = match &self.permute {
+            Some((d, k)) if d.contains(seq) => d.permute(k, self.key as u64, seq),
+            _ => seq,
+        };
         let mut seq_sum = 0;
         if let Some(plan) = self.check {
             let mut doubled = plan.seq_odd;
@@ -574,6 +685,7 @@ mod tests {
             ("{seq:3}{check}{dd}", 15, "after the {check}"),
             ("{seq:3}{check}7", 15, "after the {check}"),
             ("{seq:3}{check}{check}", 15, "a second {check}"),
+            ("{seq:3:secret}", 1, "unknown {seq} option"),
             ("{a{seq:3}", 1, "unclosed '{'"),
         ];
         for (t, pos, problem) in cases {
@@ -582,6 +694,48 @@ mod tests {
             assert!(e.problem.contains(problem), "{t}: {e}");
         }
         assert_eq!(parse(&"x".repeat(201)).unwrap_err().pos, 201);
+    }
+
+    #[test]
+    fn opaque_counters_are_unique_unordered_and_revealable() {
+        let t = parse("SN{yyyy}{MM}{dd}{seq:4:opaque}{check}").unwrap();
+        assert!(t.is_opaque());
+        let k = Key::from_bytes(&[7u8; 32]).unwrap();
+        let s = t.locate(Tz::UTC, utc("2026-11-22T10:00:00Z"));
+        let mut seen = std::collections::HashSet::new();
+        let mut decreasing = 0;
+        let mut prev = String::new();
+        for seq in 1..=9_999u64 {
+            let n = t.render_with_key(s.key, seq, 0, "o", Some(k));
+            assert_eq!(n.len(), 2 + 8 + 4 + 1);
+            assert!(luhn_valid(&n));
+            assert!(seen.insert(n.clone()), "{n} twice");
+            decreasing += (n < prev) as u32;
+            assert_eq!(t.reveal(&n, 0, "o", Some(k)), Some((s.key, seq)));
+            prev = n;
+        }
+        assert!((4_500..=5_500).contains(&decreasing), "{decreasing} of 9,998 steps go down");
+        // another day permutes differently
+        let next = t.locate(Tz::UTC, utc("2026-11-23T10:00:00Z"));
+        let a: Vec<String> =
+            (1..=20).map(|q| t.render_with_key(s.key, q, 0, "o", Some(k))[10..14].to_string()).collect();
+        let b: Vec<String> =
+            (1..=20).map(|q| t.render_with_key(next.key, q, 0, "o", Some(k))[10..14].to_string()).collect();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn parse_number_takes_plain_numbers_apart() {
+        let t = parse("{tag}-{node:3}-{yy}{MM}{dd}{HH}-{seq:5}{check}").unwrap();
+        let s = t.locate(Tz::UTC, utc("2026-01-02T03:04:05Z"));
+        let n = t.render(s.key, 42, 7, "ord");
+        assert_eq!(t.parse_number(&n, 7, "ord"), Some((s.key, 42)));
+        assert_eq!(t.parse_number(&n, 8, "ord"), None);
+        assert_eq!(t.parse_number("garbage", 7, "ord"), None);
+        assert_eq!(t.parse_number(&format!("{n}x"), 7, "ord"), None);
+        // a template missing the month cannot rebuild its daily period
+        let partial = parse("{dd}-{seq:3}").unwrap();
+        assert_eq!(partial.parse_number("05-001", 0, ""), None);
     }
 
     #[test]
