@@ -15,7 +15,12 @@ CREATE TABLE seqgen.alloc (
     -- NULL: IDs are the counter values. Set once (seqgen_make_opaque) to the max_id of that
     -- moment: every later ID is a keyed permutation of its counter value into
     -- (opaque_from, 2^63 - 1], above everything issued in the clear.
-    opaque_from pg_catalog.int8
+    opaque_from pg_catalog.int8,
+    -- Several independent servers sharing this tag: IDs are counter << node_bits | node_id
+    -- (seqgen.node_id of the server). Never decreases; not with opaque IDs.
+    node_bits   pg_catalog.int4 NOT NULL DEFAULT 0
+                CHECK (node_bits OPERATOR(pg_catalog.>=) 0 AND node_bits OPERATOR(pg_catalog.<=) 16),
+    CHECK (node_bits OPERATOR(pg_catalog.=) 0 OR opaque_from IS NULL)
 );
 COMMENT ON TABLE seqgen.alloc IS
     'pg_seqgen tags: max_id is the highest value ever reserved; it never decreases';
@@ -44,6 +49,11 @@ BEGIN
         RAISE EXCEPTION 'opaque_from of tag "%" must be at least its max_id %', OLD.biz_tag, OLD.max_id
             USING ERRCODE = 'check_violation',
                   HINT = 'Use seqgen_make_opaque().';
+    END IF;
+    IF NEW.node_bits OPERATOR(pg_catalog.<) OLD.node_bits THEN
+        RAISE EXCEPTION 'node_bits of tag "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.node_bits, NEW.node_bits
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Fewer node bits would let later IDs meet earlier ones.';
     END IF;
     IF NEW.max_id OPERATOR(pg_catalog.<) OLD.max_id THEN
         RAISE EXCEPTION 'max_id of tag "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.max_id, NEW.max_id

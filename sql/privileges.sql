@@ -15,5 +15,6 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_template_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_make_opaque(pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_set_node_bits(pg_catalog.text, pg_catalog.int4) FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
 -- seqgen_snowflake_decode): they read no state and can be used in CHECK constraints.

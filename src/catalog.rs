@@ -4,7 +4,7 @@
 use pgrx::pg_sys::{PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
-use seqgen_core::adaptive::{reserve, Reservation};
+use seqgen_core::adaptive::{reserve_up_to, Reservation, MAX_NODE_BITS};
 use seqgen_core::opaque::Key;
 use seqgen_core::template::{self, counter_block, CounterBlock};
 
@@ -17,6 +17,7 @@ pub enum Reserve {
         range: Reservation,
         step: i64,
         opaque: Option<(i64, Key)>,
+        node_bits: u32,
     },
     Missing,
     /// The row is locked by another transaction; try again later.
@@ -24,7 +25,7 @@ pub enum Reserve {
     Exhausted,
 }
 
-const LOCK_ROW: &str = "SELECT max_id, step, opaque_from FROM seqgen.alloc \
+const LOCK_ROW: &str = "SELECT max_id, step, opaque_from, node_bits FROM seqgen.alloc \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED";
 const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const KEY_READ: &str = "SELECT key FROM seqgen.opaque_key WHERE biz_tag OPERATOR(pg_catalog.=) $1";
@@ -175,7 +176,9 @@ impl Plans {
             let exists = client.select(&self.row_exists, Some(1), &[tag.into()])?;
             return Ok(if exists.is_empty() { Reserve::Missing } else { Reserve::Locked });
         }
-        let (max_id, step, opaque_from) = row.first().get_three::<i64, i32, i64>()?;
+        let row = row.first();
+        let (max_id, step, opaque_from) = (row.get::<i64>(1)?, row.get::<i32>(2)?, row.get::<i64>(3)?);
+        let node_bits = row.get::<i32>(4)?.unwrap_or(0).clamp(0, MAX_NODE_BITS as i32) as u32;
         let (max_id, step) = (max_id.unwrap_or(0), step.unwrap_or(1) as i64);
         let opaque = match opaque_from {
             Some(from) => match self.key(client, tag)? {
@@ -185,11 +188,12 @@ impl Plans {
             },
             None => None,
         };
-        let Ok(range) = reserve(max_id, size(step).max(1)) else {
+        // an interleaved counter is shifted left by its node bits: keep it below i64::MAX >> bits
+        let Ok(range) = reserve_up_to(max_id, size(step).max(1), i64::MAX >> node_bits) else {
             return Ok(Reserve::Exhausted);
         };
         client.update(&self.set_max_id, None, &[tag.into(), range.end.into()])?;
-        Ok(Reserve::Done { range, step, opaque })
+        Ok(Reserve::Done { range, step, opaque, node_bits })
     }
 
     /// A tag's opaque key, if it has one.

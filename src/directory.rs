@@ -180,15 +180,15 @@ pub fn load_template(tag: &str) -> Result<()> {
 }
 
 /// Ask the worker for a dedicated range of `n` values of `tag` (for large batches):
-/// `(start, len, opaque)`.
-pub fn reserve_range(tag: &str, n: i64) -> Result<(i64, i64, bool)> {
+/// `(start, len, mode)`.
+pub fn reserve_range(tag: &str, n: i64) -> Result<(i64, i64, i64)> {
     let h = ready_header()?;
     let reply = call_worker_retrying(h, tag, |mb| {
         mb.kind.store(shmem::REQ_RANGE, Ordering::Relaxed);
         mb.n.store(n, Ordering::Relaxed);
     })?;
     match reply.code {
-        code::OK => Ok((reply.start, reply.len, reply.opaque)),
+        code::OK => Ok((reply.start, reply.len, reply.mode)),
         code::UNKNOWN_TAG if tag_visible_to_me(tag) => Err(SeqgenError::TagNotCommitted(tag.to_string())),
         c => Err(error_for(c, tag, reply.detail)),
     }
@@ -210,7 +210,7 @@ struct Reply {
     code: u32,
     start: i64,
     len: i64,
-    opaque: bool,
+    mode: i64,
     detail: String,
 }
 
@@ -276,7 +276,7 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
                 code: mb.result.load(Ordering::Relaxed),
                 start: mb.r_start.load(Ordering::Relaxed),
                 len: mb.r_len.load(Ordering::Relaxed),
-                opaque: mb.r_mode.load(Ordering::Relaxed) == 1,
+                mode: mb.r_mode.load(Ordering::Relaxed) as i64,
                 detail: mb.detail(),
             };
             mb.state.store(shmem::MB_FREE, Ordering::Release);

@@ -47,12 +47,16 @@ pub enum SeqgenError {
     SnowflakeTimeExhausted,
     #[error("the clock is before seqgen.snowflake_epoch")]
     BeforeEpoch,
+    #[error("seqgen.node_id {node} does not fit in the tag's {bits} node bits")]
+    NodeDoesNotFit { node: u32, bits: u32 },
     #[error("tag \"{0}\" is not opaque")]
     NotOpaque(String),
     #[error("tag \"{0}\" has no template")]
     NoTemplate(String),
     #[error("the order-number counter of tag \"{tag}\" is full for this period ({capacity} numbers)")]
     OrderOverflow { tag: String, capacity: i64 },
+    #[error("{0}")]
+    Unsupported(String),
     #[error("pg_seqgen internal error: {0}")]
     Internal(String),
 }
@@ -70,7 +74,8 @@ impl SeqgenError {
             | CatalogMissing(_)
             | TagNotCommitted(_)
             | NoTemplate(_)
-            | NotOpaque(_) => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            | NotOpaque(_)
+            | NodeDoesNotFit { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) => ERRCODE_UNDEFINED_OBJECT,
@@ -81,6 +86,7 @@ impl SeqgenError {
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyTags(_) => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            Unsupported(_) => ERRCODE_FEATURE_NOT_SUPPORTED,
             Internal(_) => ERRCODE_INTERNAL_ERROR,
         }
     }

@@ -67,19 +67,24 @@ fn make_opaque(tag: &str) -> Result<()> {
     // commits sees opaque_from, and everything it reserved before is at most max_id.
     let row = Spi::connect_mut(|c| {
         let t = c.update(
-            "SELECT max_id, opaque_from FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+            "SELECT max_id, opaque_from, node_bits FROM seqgen.alloc \
+             WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
             Some(1),
             &[tag.into()],
         )?;
         if t.is_empty() {
             return Ok(None);
         }
-        t.first().get_two::<i64, i64>().map(Some)
+        t.first().get_three::<i64, i64, i32>().map(Some)
     })
     .map_err(spi_err)?;
-    let Some((max_id, opaque_from)) = row else {
+    let Some((max_id, opaque_from, node_bits)) = row else {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     };
+    if node_bits.unwrap_or(0) > 0 {
+        // each server would permute with its own key: their IDs could meet
+        return Err(SeqgenError::Unsupported("opaque IDs cannot be combined with node bits".into()));
+    }
     if opaque_from.is_some() {
         return Ok(()); // already opaque
     }

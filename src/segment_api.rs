@@ -12,6 +12,7 @@ use crate::guc;
 use crate::shmem::{self, Header, WorkerStatus};
 use crate::wait::wait_for;
 use crate::worker::MODE_OPAQUE;
+use seqgen_core::adaptive::{interleave, MAX_NODE_BITS};
 
 /// Create a tag (a catalog row). Transactional: the tag exists for the worker once the
 /// calling transaction commits.
@@ -86,6 +87,66 @@ fn drop_tag(tag: &str) -> Result<()> {
     Ok(())
 }
 
+/// Let several independent servers (each with its own catalog and a distinct
+/// `seqgen.node_id`) draw from this tag without collisions: from the commit on, its IDs are
+/// `counter << node_bits | seqgen.node_id`. Values stay above every ID issued before; node bits
+/// can grow later but never shrink. Transactional.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_set_node_bits(biz_tag: &str, node_bits: i32) {
+    set_node_bits(biz_tag, node_bits).or_raise()
+}
+
+fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
+    check_tag(tag)?;
+    if !(1..=MAX_NODE_BITS as i32).contains(&bits) {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "node_bits must be between 1 and {MAX_NODE_BITS}, got {bits}"
+        )));
+    }
+    let node = guc::NODE_ID.get().max(0) as u32;
+    if node as u64 >= 1u64 << bits {
+        return Err(SeqgenError::NodeDoesNotFit { node, bits: bits as u32 });
+    }
+    admin_checks()?;
+    let row = Spi::connect_mut(|c| {
+        let t = c.update(
+            "SELECT node_bits, opaque_from IS NOT NULL FROM seqgen.alloc \
+             WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+            Some(1),
+            &[tag.into()],
+        )?;
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.first().get_two::<i32, bool>().map(Some)
+    })
+    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    let Some((current, opaque)) = row else {
+        return Err(SeqgenError::UnknownTag(tag.to_string()));
+    };
+    if opaque == Some(true) {
+        return Err(SeqgenError::Unsupported("node bits cannot be combined with opaque IDs".into()));
+    }
+    let current = current.unwrap_or(0);
+    if bits < current {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "node bits can only grow (tag \"{tag}\" has {current}): fewer bits would let later IDs meet earlier ones"
+        )));
+    }
+    if bits == current {
+        return Ok(());
+    }
+    Spi::run_with_args(
+        "UPDATE seqgen.alloc SET node_bits = $2 WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+        &[tag.into(), bits.into()],
+    )
+    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    // from the commit on, no value in the old form is handed out
+    let name = tag.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || directory::retire(name.as_bytes()));
+    Ok(())
+}
+
 /// The next ID of a tag. Steady state: one atomic increment in shared memory, no lock, no
 /// table access.
 #[pg_extern(volatile, parallel_unsafe)]
@@ -103,7 +164,7 @@ pub fn next(tag: &str) -> Result<i64> {
                     request_segment(r.slot);
                 }
                 if r.slot.gen.load(Ordering::Acquire) == r.gen {
-                    return Ok(if mode == MODE_OPAQUE { crate::opaque::permute_id(r.slot, value) } else { value });
+                    return if mode == 0 { Ok(value) } else { present(r.slot, value, mode) };
                 }
                 // The slot was retired while we drew: discard the value and resolve again.
                 forget(tag);
@@ -175,18 +236,32 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
 fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
     let tag = biz_tag.to_string();
     let ranges = next_batch(biz_tag, n).or_raise();
-    let slot = ranges.iter().any(|r| r.2).then(|| resolve(&tag).or_raise().slot);
-    SetOfIterator::new(ranges.into_iter().flat_map(move |(start, len, opaque)| {
-        (start..start + len).map(move |v| match (opaque, slot) {
-            (true, Some(s)) => crate::opaque::permute_id(s, v),
-            _ => v,
+    let slot = ranges.iter().any(|r| r.2 != 0).then(|| resolve(&tag).or_raise().slot);
+    SetOfIterator::new(ranges.into_iter().flat_map(move |(start, len, mode)| {
+        (start..start + len).map(move |v| match (mode, slot) {
+            (0, _) | (_, None) => v,
+            (m, Some(s)) => present(s, v, m).or_raise(),
         })
     }))
 }
 
-/// The ranges making up a batch, `(start, len, opaque)`: what the current segment can give,
+/// The ID for counter value `v` of a segment in `mode` (see [`crate::worker::mode`]).
+#[inline]
+fn present(slot: &shmem::TagSlot, v: i64, mode: i64) -> Result<i64> {
+    if mode & MODE_OPAQUE != 0 {
+        return Ok(crate::opaque::permute_id(slot, v));
+    }
+    let bits = ((mode >> 8) & 0xff) as u32;
+    let node = guc::NODE_ID.get().max(0) as u32;
+    if node as u64 >= 1u64 << bits {
+        return Err(SeqgenError::NodeDoesNotFit { node, bits });
+    }
+    Ok(interleave(v, bits, node))
+}
+
+/// The ranges making up a batch, `(start, len, mode)`: what the current segment can give,
 /// the rest reserved for this call alone by the worker (one round trip, whatever `n`).
-pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, bool)>> {
+pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, i64)>> {
     if n <= 0 || n > guc::MAX_BATCH {
         return Err(SeqgenError::InvalidArgument(format!("n must be between 1 and {}, got {n}", guc::MAX_BATCH)));
     }
@@ -201,7 +276,7 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, bool)>> {
                     r = resolve(tag)?;
                     continue;
                 }
-                out.push((start, len as i64, mode == MODE_OPAQUE));
+                out.push((start, len as i64, mode));
                 left -= len;
                 if r.slot.seg.wants_next() {
                     request_segment(r.slot);
@@ -238,6 +313,7 @@ fn seqgen_status() -> TableIterator<
         name!(current_step, Option<i64>),
         name!(waits, i64),
         name!(opaque, bool),
+        name!(node_bits, i32),
         name!(description, Option<String>),
         name!(update_time, Option<pgrx::datum::TimestampWithTimeZone>),
     ),
@@ -246,7 +322,7 @@ fn seqgen_status() -> TableIterator<
     let rows = Spi::connect(|c| {
         let mut rows = vec![];
         let t = c.select(
-            "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL \
+            "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL, node_bits \
              FROM seqgen.alloc ORDER BY biz_tag",
             None,
             &[],
@@ -258,7 +334,8 @@ fn seqgen_status() -> TableIterator<
             let desc: Option<String> = row.get(4)?;
             let time: Option<pgrx::datum::TimestampWithTimeZone> = row.get(5)?;
             let opaque: bool = row.get(6)?.unwrap_or(false);
-            rows.push((tag, step, max_id, desc, time, opaque));
+            let node_bits: i32 = row.get(7)?.unwrap_or(0);
+            rows.push((tag, step, max_id, desc, time, opaque, node_bits));
         }
         Ok::<_, pgrx::spi::Error>(rows)
     })
@@ -266,7 +343,7 @@ fn seqgen_status() -> TableIterator<
     .or_raise();
     let out: Vec<_> = rows
         .into_iter()
-        .map(|(tag, step, max_id, desc, time, opaque)| {
+        .map(|(tag, step, max_id, desc, time, opaque, node_bits)| {
             let live = directory::lookup(h, tag.as_bytes());
             let snap = live.map(|r| (r.slot.seg.snapshot(), r.slot));
             let (next_value, segment_end, next_ready, rate, cur_step, waits) = match snap {
@@ -283,7 +360,21 @@ fn seqgen_status() -> TableIterator<
                 }
                 None => (None, None, false, 0.0, None, 0),
             };
-            (tag, step, max_id, next_value, segment_end, next_ready, rate, cur_step, waits, opaque, desc, time)
+            (
+                tag,
+                step,
+                max_id,
+                next_value,
+                segment_end,
+                next_ready,
+                rate,
+                cur_step,
+                waits,
+                opaque,
+                node_bits,
+                desc,
+                time,
+            )
         })
         .collect();
     TableIterator::new(out)

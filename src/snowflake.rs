@@ -230,11 +230,14 @@ pub enum SnowflakeJob {
 }
 
 /// Worker side: the reservation to persist, as the first unreserved timestamp.
+/// One window ahead of the clock (or of the last issued timestamp, when borrowing): never
+/// further, so a restart never finds the reservation more than a window ahead of where the
+/// clock was. (Never lower than the current one: `extend_reservation` keeps the maximum.)
 pub fn next_reservation(h: &Header, now_ms: i64) -> i64 {
     let layout = layout();
     let (last_ts, _) = h.snowflake.gen.last(layout);
-    let base = (now_ms - layout.epoch_ms).max(last_ts + 1).max(h.snowflake.gen.reserved());
-    base + guc::SNOWFLAKE_RESERVE.get() as i64
+    let base = (now_ms - layout.epoch_ms).max(last_ts + 1);
+    (base + guc::SNOWFLAKE_RESERVE.get() as i64).max(h.snowflake.gen.reserved())
 }
 
 /// Worker side, after the reservation `ts` is durably committed.

@@ -735,4 +735,33 @@ mod tests {
         autonomous("SELECT seqgen_drop('t_opaque_guard')");
         assert_eq!(one("SELECT count(*) FROM seqgen.opaque_key WHERE biz_tag = 't_opaque_guard'"), 0);
     }
+
+    #[pg_test]
+    fn node_bits_interleave_above_earlier_ids() {
+        autonomous("SELECT seqgen_create('t_nodes', 100)");
+        assert_eq!(ids("SELECT seqgen_next('t_nodes') FROM generate_series(1, 3)"), vec![1, 2, 3]);
+        autonomous("SELECT seqgen_set_node_bits('t_nodes', 2)");
+        let got = ids("SELECT seqgen_next('t_nodes') FROM generate_series(1, 300)");
+        let batch = ids("SELECT seqgen_next_batch('t_nodes', 1000)");
+        // this server is node 0: counter << 2 | 0, above everything reserved before
+        for v in got.iter().chain(&batch) {
+            assert_eq!(v & 3, 0, "{v}");
+            assert!(*v > 100, "{v}");
+        }
+        assert!(got.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(got[0], 101 << 2, "the rest of the plain segment is skipped at the commit");
+        assert_eq!(
+            Spi::get_one::<i32>("SELECT node_bits FROM seqgen_status() WHERE biz_tag = 't_nodes'").unwrap(),
+            Some(2)
+        );
+        refused("SELECT seqgen_set_node_bits('t_nodes', 1)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_set_node_bits('t_nodes', 17)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_set_node_bits('t_nodes', 0)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_set_node_bits('t_never_there', 2)", ERRCODE_UNDEFINED_OBJECT);
+        refused("UPDATE seqgen.alloc SET node_bits = 0 WHERE biz_tag = 't_nodes'", ERRCODE_CHECK_VIOLATION);
+        refused("SELECT seqgen_make_opaque('t_nodes')", ERRCODE_FEATURE_NOT_SUPPORTED);
+        autonomous("SELECT seqgen_create('t_nodes_opaque')");
+        autonomous("SELECT seqgen_make_opaque('t_nodes_opaque')");
+        refused("SELECT seqgen_set_node_bits('t_nodes_opaque', 2)", ERRCODE_FEATURE_NOT_SUPPORTED);
+    }
 }

@@ -460,7 +460,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
             Some((idx, gen)) => answer(&h.mailboxes[*mb], code::OK, idx as i64, gen as i64, ""),
             None => answer(&h.mailboxes[*mb], code::TOO_MANY_TAGS, 0, 0, ""),
         },
-        (Job::Range { mb, tag, .. }, Outcome::Reserved(Reserve::Done { range, opaque, .. })) => {
+        (Job::Range { mb, tag, .. }, Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. })) => {
             let mb = &h.mailboxes[*mb];
             if let Some((from, key)) = opaque {
                 // the caller permutes the range with the key of its slot
@@ -469,7 +469,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     None => return answer(mb, code::INTERNAL, 0, 0, "tag vanished while reserving; retry"),
                 }
             }
-            mb.r_mode.store(opaque.is_some() as u32, Ordering::Relaxed);
+            mb.r_mode.store(mode(opaque.is_some(), node_bits) as u32, Ordering::Relaxed);
             answer(mb, code::OK, range.start, range.len() as i64, "")
         }
         (Job::Load { mb, .. } | Job::Range { mb, .. }, o) => {
@@ -552,16 +552,16 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 return; // retired meanwhile; the reservation is simply skipped
             }
             match o {
-                Outcome::Reserved(Reserve::Done { range, opaque, .. }) => {
+                Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. }) => {
                     s.locked.store(0, Ordering::Relaxed);
                     s.err_code.store(code::OK, Ordering::Relaxed);
                     s.cur_step.store(range.len() as i64, Ordering::Relaxed);
                     s.last_alloc_ms.store(now, Ordering::Relaxed);
                     let mut seg = segment_of(range);
-                    if let Some((from, key)) = opaque {
-                        set_opaque(s, from, &key);
-                        seg.period = MODE_OPAQUE;
+                    if let Some((from, key)) = &opaque {
+                        set_opaque(s, *from, key);
                     }
+                    seg.period = mode(opaque.is_some(), node_bits);
                     // Publishing fails only if a segment is already waiting; then this one is
                     // skipped (a gap, never a duplicate).
                     let _ = s.seg.publish(seg);
@@ -580,9 +580,14 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
     }
 }
 
-/// Segments of an opaque tag carry this mode in their `period` field: their values are
-/// counter values to permute.
+/// A segment tag's segments carry in their `period` field how their counter values become
+/// IDs, as decided when they were reserved: bit 0 set for an opaque tag (a keyed
+/// permutation), bits 8 to 15 the node bits of a node-interleaved tag.
 pub const MODE_OPAQUE: i64 = 1;
+
+pub fn mode(opaque: bool, node_bits: u32) -> i64 {
+    opaque as i64 | (node_bits as i64) << 8
+}
 
 /// Record an opaque tag's key and domain in its slot (before publishing anything opaque).
 fn set_opaque(s: &TagSlot, from: i64, key: &Key) {

@@ -81,13 +81,35 @@ pub struct Exhausted {
 
 /// Reserve the next `step` values above `max_id` (fewer when the bigint range ends first).
 pub fn reserve(max_id: i64, step: i64) -> Result<Reservation, Exhausted> {
+    reserve_up_to(max_id, step, i64::MAX)
+}
+
+/// Like [`reserve`], for counters that may not exceed `limit` (a node-interleaved tag's
+/// counter is shifted left by its node bits, so it must stay below `i64::MAX >> bits`).
+pub fn reserve_up_to(max_id: i64, step: i64, limit: i64) -> Result<Reservation, Exhausted> {
     debug_assert!(step > 0);
-    if max_id == i64::MAX {
+    if max_id >= limit {
         return Err(Exhausted { max_id });
     }
     let start = max_id + 1;
-    let end = max_id.saturating_add(step.max(1));
+    let end = max_id.saturating_add(step.max(1)).min(limit);
     Ok(Reservation { start, end })
+}
+
+/// The most node bits a tag may interleave.
+pub const MAX_NODE_BITS: u32 = 16;
+
+/// A value of a tag shared by several independent servers: the counter shifted left by
+/// `node_bits`, the server's node id in the low bits (seed 001's "shift left by n and OR in the
+/// generator's index"). Servers with distinct node ids can never produce the same value.
+#[inline]
+pub fn interleave(counter: i64, node_bits: u32, node: u32) -> i64 {
+    (counter << node_bits) | node as i64
+}
+
+/// The inverse of [`interleave`]: `(counter, node)`.
+pub fn split(value: i64, node_bits: u32) -> (i64, u32) {
+    (value >> node_bits, (value & ((1i64 << node_bits) - 1)) as u32)
 }
 
 #[cfg(test)]
@@ -133,7 +155,28 @@ mod tests {
         assert_eq!(reserve(-10, 5), Ok(Reservation { start: -9, end: -5 }));
     }
 
+    #[test]
+    fn interleaving_keeps_servers_apart() {
+        let a: Vec<i64> = (1..=1000).map(|c| interleave(c, 2, 1)).collect();
+        let b: Vec<i64> = (1..=1000).map(|c| interleave(c, 2, 2)).collect();
+        assert!(a.iter().all(|v| !b.contains(v)));
+        assert_eq!(split(interleave(12345, 4, 9), 4), (12345, 9));
+        assert_eq!(reserve_up_to(10, 100, 50), Ok(Reservation { start: 11, end: 50 }));
+        assert_eq!(reserve_up_to(50, 1, 50), Err(Exhausted { max_id: 50 }));
+        assert!(interleave(i64::MAX >> 16, 16, 65_535) > 0);
+    }
+
     proptest! {
+        /// Plain values up to max_id, then interleaved ones from max_id + 1 on (a tag switched to
+        /// node bits while in use): the two never meet, whatever the node.
+        #[test]
+        fn switching_to_interleaving_never_meets_earlier_values(max_id in 0i64..1_000_000_000, bits in 1u32..=16,
+                                                                node_frac in 0.0f64..1.0, c in 1i64..1_000_000) {
+            let node = (node_frac * ((1u64 << bits) - 1) as f64) as u32;
+            let v = interleave(max_id + c, bits, node);
+            prop_assert!(v > max_id);
+        }
+
         #[test]
         fn step_stays_in_bounds(cur in 1i64..10_000_000, conf in 1i64..100_000, max in 1i64..5_000_000,
                                 secs in proptest::option::of(0u64..10_000)) {
