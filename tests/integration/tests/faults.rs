@@ -561,7 +561,7 @@ fn soak() {
     let mut rounds = 0u64;
     while Instant::now() < end {
         let d = draw_round(&mut cl, 1000).unwrap();
-        if rounds % 100 == 0 {
+        if rounds.is_multiple_of(100) {
             all.extend(d);
         }
         rounds += 1;
