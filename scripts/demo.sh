@@ -34,4 +34,17 @@ SELECT seqgen_next_batch('order', 5);
 SELECT biz_tag, step, max_id, next_value, segment_end, next_segment_ready, current_step
   FROM seqgen_status();
 SQL
+
+say "snowflake IDs, templated order numbers, opaque numbers"
+psql_at "$DIR" "$PORT" -e <<'SQL'
+SELECT seqgen_snowflake() AS id, (seqgen_snowflake_decode(seqgen_snowflake())).*;
+SELECT seqgen_create('waybill', step => 100);
+SELECT seqgen_set_template('waybill', 'SN{yyyy}{MM}{dd}{seq:8}{check}', 'Asia/Shanghai');
+SELECT seqgen_order_no('waybill') AS order_no, seqgen_check_digit_valid(seqgen_order_no('waybill')) AS valid
+  FROM generate_series(1, 3);
+SELECT seqgen_create('invoice');
+SELECT seqgen_make_opaque('invoice');
+SELECT seqgen_next('invoice') AS opaque_id, seqgen_reveal('invoice', seqgen_next('invoice')) AS counter_of_the_next
+  FROM generate_series(1, 3);
+SQL
 say "demo finished; the cluster in $DIR is stopped on exit"

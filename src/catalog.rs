@@ -3,7 +3,7 @@
 
 use pgrx::pg_sys::{PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
-use pgrx::spi::{OwnedPreparedStatement, SpiClient};
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
 use seqgen_core::adaptive::{reserve_up_to, Reservation, MAX_NODE_BITS};
 use seqgen_core::opaque::Key;
 use seqgen_core::template::{self, counter_block, CounterBlock};
@@ -204,6 +204,26 @@ impl Plans {
         }
         Ok(t.first().get_one::<Vec<u8>>()?.and_then(|b| Key::from_bytes(&b)))
     }
+}
+
+/// Run `sql` with `args` in the caller's session and read its first row with `read`; `None`
+/// when it returns no row. (For the functions that read or lock one catalog row.) `locks`:
+/// the statement locks rows (`FOR UPDATE`); otherwise it runs read-only, so it needs no
+/// transaction id and works on a hot standby.
+pub fn first_row<R>(
+    sql: &str,
+    args: &[pgrx::datum::DatumWithOid<'_>],
+    locks: bool,
+    read: impl FnOnce(&SpiTupleTable<'_>) -> spi::Result<R>,
+) -> crate::error::Result<Option<R>> {
+    Spi::connect_mut(|c| {
+        let t = if locks { c.update(sql, Some(1), args)? } else { c.select(sql, Some(1), args)? };
+        if t.is_empty() {
+            return Ok(None);
+        }
+        read(&t.first()).map(Some)
+    })
+    .map_err(|e| crate::error::SeqgenError::Internal(e.to_string()))
 }
 
 /// The OID of the catalog table in the current database, if the extension is installed.

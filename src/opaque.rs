@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 use seqgen_core::opaque::{Domain, Key, KEY_BYTES};
 use seqgen_core::template;
 
+use crate::catalog::first_row;
 use crate::error::{check_tag, OrRaise, Result, SeqgenError};
 use crate::guc;
 use crate::shmem::TagSlot;
@@ -65,19 +66,13 @@ fn make_opaque(tag: &str) -> Result<()> {
     crate::segment_api::admin_checks()?;
     // Lock the row: the worker reserves with SKIP LOCKED, so what it reserves after this
     // commits sees opaque_from, and everything it reserved before is at most max_id.
-    let row = Spi::connect_mut(|c| {
-        let t = c.update(
-            "SELECT max_id, opaque_from, node_bits FROM seqgen.alloc \
-             WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-            Some(1),
-            &[tag.into()],
-        )?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        t.first().get_three::<i64, i64, i32>().map(Some)
-    })
-    .map_err(spi_err)?;
+    let row = first_row(
+        "SELECT max_id, opaque_from, node_bits FROM seqgen.alloc \
+         WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+        &[tag.into()],
+        true,
+        |r| r.get_three::<i64, i64, i32>(),
+    )?;
     let Some((max_id, opaque_from, node_bits)) = row else {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     };
@@ -118,20 +113,14 @@ fn seqgen_reveal(biz_tag: &str, id: i64) -> i64 {
 
 fn reveal(tag: &str, id: i64) -> Result<i64> {
     check_tag(tag)?;
-    let row = Spi::connect(|c| {
-        let t = c.select(
-            "SELECT a.opaque_from, k.key FROM seqgen.alloc a \
-             LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) a.biz_tag \
-             WHERE a.biz_tag OPERATOR(pg_catalog.=) $1",
-            Some(1),
-            &[tag.into()],
-        )?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        t.first().get_two::<i64, Vec<u8>>().map(Some)
-    })
-    .map_err(spi_err)?;
+    let row = first_row(
+        "SELECT a.opaque_from, k.key FROM seqgen.alloc a \
+         LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) a.biz_tag \
+         WHERE a.biz_tag OPERATOR(pg_catalog.=) $1",
+        &[tag.into()],
+        false,
+        |r| r.get_two::<i64, Vec<u8>>(),
+    )?;
     let Some((from, key)) = row else {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     };
@@ -156,20 +145,14 @@ fn seqgen_reveal_order_no(biz_tag: &str, order_no: &str) -> i64 {
 
 fn reveal_order_no(tag: &str, number: &str) -> Result<i64> {
     check_tag(tag)?;
-    let row = Spi::connect(|c| {
-        let t = c.select(
-            "SELECT t.template, k.key FROM seqgen.template t \
-             LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
-             WHERE t.biz_tag OPERATOR(pg_catalog.=) $1",
-            Some(1),
-            &[tag.into()],
-        )?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        t.first().get_two::<String, Vec<u8>>().map(Some)
-    })
-    .map_err(spi_err)?;
+    let row = first_row(
+        "SELECT t.template, k.key FROM seqgen.template t \
+         LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
+         WHERE t.biz_tag OPERATOR(pg_catalog.=) $1",
+        &[tag.into()],
+        false,
+        |r| r.get_two::<String, Vec<u8>>(),
+    )?;
     let Some((text, key)) = row else {
         return Err(SeqgenError::NoTemplate(tag.to_string()));
     };

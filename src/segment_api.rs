@@ -108,19 +108,13 @@ fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
         return Err(SeqgenError::NodeDoesNotFit { node, bits: bits as u32 });
     }
     admin_checks()?;
-    let row = Spi::connect_mut(|c| {
-        let t = c.update(
-            "SELECT node_bits, opaque_from IS NOT NULL FROM seqgen.alloc \
-             WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-            Some(1),
-            &[tag.into()],
-        )?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        t.first().get_two::<i32, bool>().map(Some)
-    })
-    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    let row = crate::catalog::first_row(
+        "SELECT node_bits, opaque_from IS NOT NULL FROM seqgen.alloc \
+         WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+        &[tag.into()],
+        true,
+        |r| r.get_two::<i32, bool>(),
+    )?;
     let Some((current, opaque)) = row else {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     };
