@@ -51,7 +51,7 @@ pub fn register() {
     GucRegistry::define_int_guc(
         c"seqgen.max_tags",
         c"Maximum number of tags held in shared memory at once.",
-        c"Sizes pg_seqgen's shared memory (about 1 kB per tag).",
+        c"Sizes pg_seqgen's shared memory (about 1.7 kB per tag).",
         &MAX_TAGS,
         1,
         1_000_000,
