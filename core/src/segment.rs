@@ -35,7 +35,9 @@ pub const RING: usize = 4;
 
 /// The longest segment a buffer accepts. Offsets are 32 bits wide; keeping segments below
 /// 2^31 leaves 2^31 of headroom for the bounded overshoot of concurrent `fetch_add`s past the
-/// end of an exhausted segment (at most one per caller per epoch).
+/// end of an exhausted segment: a draw increments the cursor only after seeing an unclaimed
+/// offset, so the overshoot is at most one per concurrent caller, however often callers retry
+/// on an exhausted segment. The offset therefore never carries into the epoch.
 pub const MAX_SEGMENT_LEN: u64 = (1 << 31) - 1;
 
 const OFFSET_BITS: u32 = 32;
@@ -143,8 +145,17 @@ pub enum Draw {
 /// The result of claiming a range (for batches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
-    Range { start: i64, len: u64, period: i64 },
-    Exhausted { epoch: u32 },
+    Range {
+        start: i64,
+        len: u64,
+        period: i64,
+    },
+    Exhausted {
+        epoch: u32,
+    },
+    /// The cursor moved on while the claim looked at it (or the buffer is being reset);
+    /// nothing was claimed. The caller checks for interrupts and retries.
+    Lost,
 }
 
 /// A consistent-enough view for status reporting.
@@ -213,9 +224,18 @@ impl SegmentBuffer {
         self.cursor.store(pack(0, 0), Ordering::Release);
     }
 
-    /// Claim one value. Wait-free: one `fetch_add` and a seqlock read.
+    /// Claim one value. Wait-free: a load, one `fetch_add` and a seqlock read. A segment
+    /// already seen exhausted is reported without incrementing the cursor, so callers that
+    /// retry on an exhausted segment (waiting for the next one) cannot push the offset
+    /// towards the epoch bits.
     #[inline]
     pub fn draw(&self) -> Draw {
+        let (seen_epoch, seen_offset) = unpack(self.cursor.load(Ordering::Acquire));
+        if let Some(seg) = self.entries[seen_epoch as usize % RING].read(seen_epoch) {
+            if seen_offset >= seg.len {
+                return Draw::Exhausted { epoch: seen_epoch };
+            }
+        }
         let (epoch, offset) = unpack(self.cursor.fetch_add(1, Ordering::Acquire));
         match self.entries[epoch as usize % RING].read(epoch) {
             None => Draw::Lost,
@@ -230,26 +250,21 @@ impl SegmentBuffer {
     }
 
     /// Claim up to `max` consecutive values from the current segment (compare-and-swap, so it
-    /// never overshoots).
+    /// never overshoots). One attempt: `Lost` when another caller moved the cursor first.
     pub fn claim_range(&self, max: u64) -> Claim {
         debug_assert!(max > 0);
-        loop {
-            let word = self.cursor.load(Ordering::Acquire);
-            let (epoch, offset) = unpack(word);
-            let Some(seg) = self.entries[epoch as usize % RING].read(epoch) else {
-                continue; // the cursor moved on while we looked; reload it
-            };
-            if offset >= seg.len {
-                return Claim::Exhausted { epoch };
-            }
-            let take = max.min(seg.len - offset);
-            if self
-                .cursor
-                .compare_exchange_weak(word, pack(epoch, offset + take), Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return Claim::Range { start: seg.start + offset as i64, len: take, period: seg.period };
-            }
+        let word = self.cursor.load(Ordering::Acquire);
+        let (epoch, offset) = unpack(word);
+        let Some(seg) = self.entries[epoch as usize % RING].read(epoch) else {
+            return Claim::Lost;
+        };
+        if offset >= seg.len {
+            return Claim::Exhausted { epoch };
+        }
+        let take = max.min(seg.len - offset);
+        match self.cursor.compare_exchange(word, pack(epoch, offset + take), Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Claim::Range { start: seg.start + offset as i64, len: take, period: seg.period },
+            Err(_) => Claim::Lost,
         }
     }
 
@@ -449,6 +464,42 @@ mod tests {
         assert_eq!(b.claim_range(1), Claim::Exhausted { epoch: 1 });
     }
 
+    /// 0.1.0 added one to the offset for every call on an exhausted segment, so after about
+    /// 2^32 calls waiting for the next segment the offset carried into the epoch and wedged
+    /// the buffer. Exhausted draws must leave the cursor alone.
+    #[test]
+    fn draws_on_an_exhausted_segment_do_not_move_the_cursor() {
+        let b = SegmentBuffer::new();
+        b.publish(seg(1, 2)).unwrap();
+        b.switch_from(0);
+        b.draw();
+        b.draw();
+        let before = b.position();
+        for _ in 0..100_000 {
+            assert_eq!(b.draw(), Draw::Exhausted { epoch: 1 });
+        }
+        assert_eq!(b.position(), before, "an exhausted draw moved the cursor");
+        // an offset just below the carry would wrap into the epoch if draws kept adding
+        b.cursor.store(pack(1, OFFSET_MASK), Ordering::Release);
+        for _ in 0..10 {
+            assert_eq!(b.draw(), Draw::Exhausted { epoch: 1 });
+        }
+        assert_eq!(b.position(), (1, OFFSET_MASK));
+        b.publish(seg(3, 2)).unwrap();
+        assert!(b.switch_from(1));
+        assert!(matches!(b.draw(), Draw::Value { value: 3, .. }));
+    }
+
+    #[test]
+    fn claim_range_reports_a_lost_race_instead_of_spinning() {
+        let b = SegmentBuffer::new();
+        b.publish(seg(1, 10)).unwrap();
+        b.switch_from(0);
+        // an entry being rewritten (as during reset) cannot be read: the claim gives up
+        b.entries[1].epoch.store(INVALID, Ordering::Release);
+        assert_eq!(b.claim_range(3), Claim::Lost);
+    }
+
     #[test]
     fn reset_starts_over() {
         let b = SegmentBuffer::new();
@@ -501,7 +552,7 @@ mod tests {
                 let mut published = vec![];
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    if b.wants_next() || b.position().1 > 0 && !b.next_ready(b.position().0) {
+                    if b.wants_next() || b.position() == (0, 0) && !b.next_ready(0) {
                         let len = 1 + (n % 13) * 7; // small, varied segments: constant switching
                         let s = Segment { start: next_start, len, trigger: trigger_offset(len, 10), period: 0 };
                         if b.publish(s).is_ok() {
@@ -533,6 +584,7 @@ mod tests {
                                         std::thread::yield_now();
                                     }
                                 }
+                                Claim::Lost => {}
                             }
                             continue;
                         }

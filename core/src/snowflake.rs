@@ -302,6 +302,18 @@ impl Generator {
         self.reserved.store(floor, Ordering::Release);
     }
 
+    /// While running: make every later ID greater than `high_water_id`, never lowering the
+    /// generator. The reservation is left alone, so the next ID above it waits until a
+    /// reservation above the new floor is persisted ([`NextError::NeedReservation`]).
+    pub fn raise_above(&self, high_water_id: i64, layout: &Layout) {
+        let floor = layout.ts_floor_for(high_water_id);
+        if floor == 0 {
+            return;
+        }
+        let target = Self::join(floor - 1, layout.max_seq(), layout);
+        self.word.fetch_max(target, Ordering::AcqRel);
+    }
+
     /// The last issued `(ts, seq)`.
     pub fn last(&self, layout: &Layout) -> (i64, u64) {
         Self::split(self.word.load(Ordering::Acquire), layout)
@@ -668,5 +680,27 @@ mod tests {
             let d = l.decode(l.compose(ts, seq)).unwrap();
             prop_assert_eq!(d, Decoded { unix_ms: ts + l.epoch_ms, node_id: node as u32, seq: seq as u32 });
         }
+    }
+
+    #[test]
+    fn raising_at_runtime_never_lowers_and_needs_a_new_reservation() {
+        let layout = Layout::new(41, 10, 12, 0, 1).unwrap();
+        let g = Generator::new();
+        g.resume_above(layout.compose(1_000, 0), &layout);
+        g.extend_reservation(5_000);
+        let high = layout.compose(20_000, 7);
+        g.raise_above(high, &layout);
+        let (ts, _) = g.last(&layout);
+        assert!(layout.compose(ts + 1, 0) > high);
+        // below the current state: no change
+        g.raise_above(layout.compose(100, 0), &layout);
+        assert_eq!(g.last(&layout).0, ts);
+        assert_eq!(g.reserved(), 5_000, "the reservation moves only when persisted");
+        let clock = FakeClock::at(20_001);
+        let policy = Policy { max_wait: 5, max_borrow: 2_000 };
+        assert!(matches!(g.next(&layout, &policy, &clock), Err(NextError::NeedReservation { .. })));
+        g.extend_reservation(30_000);
+        let (id, _) = g.next(&layout, &policy, &clock).unwrap();
+        assert!(id > high);
     }
 }

@@ -41,6 +41,28 @@ pub enum Unit {
     Second,
 }
 
+impl Unit {
+    pub const ALL: [Unit; 6] = [Unit::Year, Unit::Month, Unit::Day, Unit::Hour, Unit::Minute, Unit::Second];
+
+    /// The name used in the catalog and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Year => "year",
+            Unit::Month => "month",
+            Unit::Day => "day",
+            Unit::Hour => "hour",
+            Unit::Minute => "minute",
+            Unit::Second => "second",
+        }
+    }
+}
+
+/// The catalog name of a template's period unit (`none` for a counter that never restarts):
+/// order-number counters are kept per tag and unit.
+pub fn unit_name(unit: Option<Unit>) -> &'static str {
+    unit.map_or("none", Unit::name)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
     Literal(String),
@@ -276,6 +298,16 @@ impl Template {
     /// The period unit: the finest date field; `None` for a template without date fields.
     pub fn unit(&self) -> Option<Unit> {
         self.unit
+    }
+
+    /// Does the rendered text tell every period apart? `None` when it does; otherwise the
+    /// unit after which numbers repeat: the finest unit coarser than the period that has no
+    /// field. `{dd}-{seq:4}` repeats every month, `{HH}{seq:4}` every day, `{MM}{dd}{seq:4}`
+    /// every year. `{yy}` counts as the year (numbers repeat after a century).
+    pub fn repeats_every(&self) -> Option<Unit> {
+        let finest = self.unit?;
+        let present: Vec<Unit> = self.parts.iter().filter_map(Part::unit).collect();
+        Unit::ALL.iter().copied().filter(|u| *u <= finest && !present.contains(u)).max()
     }
 
     /// Is the counter rendered through the tag's keyed permutation (`{seq:N:opaque}`)?
@@ -650,6 +682,43 @@ mod tests {
 
     fn utc(s: &str) -> i64 {
         DateTime::parse_from_rfc3339(s).unwrap().timestamp_millis()
+    }
+
+    #[test]
+    fn templates_that_repeat_their_periods_are_named() {
+        let cases = [
+            ("{dd}-{seq:4}", Some(Unit::Month)),
+            ("{HH}{seq:4}", Some(Unit::Day)),
+            ("{MM}{dd}{seq:4}", Some(Unit::Year)),
+            ("{yyyy}{dd}{seq:4}", Some(Unit::Month)),
+            ("{yyyy}{MM}{dd}{mm}{seq:4}", Some(Unit::Hour)),
+            ("{ss}{seq:2}", Some(Unit::Minute)),
+            ("{yyyy}{MM}{dd}{seq:4}", None),
+            ("{yy}{MM}{dd}{HH}{mm}{ss}{seq:4}", None),
+            ("M{yyyy}{MM}-{seq:4}", None),
+            ("{yyyy}-{seq:6}", None),
+            ("QJ{seq:6}", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text).unwrap().repeats_every(), want, "{text}");
+        }
+    }
+
+    proptest! {
+        /// A template that claims to tell its periods apart renders different text for the
+        /// first second of any two different periods; one that does not is caught.
+        #[test]
+        fn repeats_every_agrees_with_rendering(
+            fields in proptest::sample::subsequence(vec!["{yyyy}", "{MM}", "{dd}", "{HH}", "{mm}", "{ss}"], 1..=6),
+            a in 0i64..4_000_000_000, b in 0i64..4_000_000_000,
+        ) {
+            let text = format!("{}-{{seq:3}}", fields.concat());
+            let t = parse(&text).unwrap();
+            let (ka, kb) = (t.locate(Tz::UTC, a * 1000).key, t.locate(Tz::UTC, b * 1000).key);
+            if t.repeats_every().is_none() && ka != kb {
+                prop_assert_ne!(t.render(ka, 1, 0, ""), t.render(kb, 1, 0, ""));
+            }
+        }
     }
 
     #[test]
