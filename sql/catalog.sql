@@ -4,6 +4,11 @@
 CREATE SCHEMA seqgen;
 COMMENT ON SCHEMA seqgen IS 'pg_seqgen catalog (owned by the extension)';
 
+-- Every tag row gets its own number: a tag dropped and created again under the same name is
+-- another row, so nothing cached for the old one is ever served for the new one.
+CREATE SEQUENCE seqgen.tag_id_seq;
+SELECT pg_catalog.pg_extension_config_dump('seqgen.tag_id_seq', '');
+
 CREATE TABLE seqgen.alloc (
     biz_tag     pg_catalog.text PRIMARY KEY
                 CHECK (pg_catalog.octet_length(biz_tag) OPERATOR(pg_catalog.>=) 1
@@ -20,6 +25,9 @@ CREATE TABLE seqgen.alloc (
     -- (seqgen.node_id of the server). Never decreases; not with opaque IDs.
     node_bits   pg_catalog.int4 NOT NULL DEFAULT 0
                 CHECK (node_bits OPERATOR(pg_catalog.>=) 0 AND node_bits OPERATOR(pg_catalog.<=) 16),
+    -- The row's identity (with the table's OID): checked by the worker at load, prefetch and
+    -- publish. Never changes.
+    tag_id      pg_catalog.int8 NOT NULL DEFAULT pg_catalog.nextval('seqgen.tag_id_seq'::pg_catalog.regclass),
     CHECK (node_bits OPERATOR(pg_catalog.=) 0 OR opaque_from IS NULL)
 );
 COMMENT ON TABLE seqgen.alloc IS
@@ -38,6 +46,10 @@ BEGIN
         RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'Create a new tag with seqgen_create() instead.';
+    END IF;
+    IF NEW.tag_id OPERATOR(pg_catalog.<>) OLD.tag_id THEN
+        RAISE EXCEPTION 'the tag_id of tag "%" cannot change', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
     END IF;
     IF OLD.opaque_from IS NOT NULL AND NEW.opaque_from IS DISTINCT FROM OLD.opaque_from THEN
         RAISE EXCEPTION 'tag "%" is opaque for good', OLD.biz_tag
@@ -116,30 +128,77 @@ CREATE TRIGGER snowflake_guard BEFORE UPDATE OR DELETE ON seqgen.snowflake
 CREATE TRIGGER snowflake_no_truncate BEFORE TRUNCATE ON seqgen.snowflake
     FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
 
--- Order numbers: one row per tag with a template. period_key is the latest period a block
--- was reserved for (its local start, in seconds since 1970-01-01 in the template's time zone)
--- and period_max the highest counter value reserved in it. Older periods are never used again
--- (the period never moves backwards), so their state is overwritten in place and the table
--- does not grow.
+-- Order numbers: one row per tag with a template. Its counters are in seqgen.order_counter.
 CREATE TABLE seqgen.template (
     biz_tag     pg_catalog.text PRIMARY KEY REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
     template    pg_catalog.text NOT NULL,
     time_zone   pg_catalog.text NOT NULL,
-    period_key  pg_catalog.int8 NOT NULL DEFAULT -9223372036854775808,
-    period_max  pg_catalog.int8 NOT NULL DEFAULT 0,
     update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
-COMMENT ON TABLE seqgen.template IS
-    'pg_seqgen order-number templates and their counters; (period_key, period_max) never decreases';
+COMMENT ON TABLE seqgen.template IS 'pg_seqgen order-number templates';
 SELECT pg_catalog.pg_extension_config_dump('seqgen.template', '');
+
+-- Order-number counters, one row per tag and period unit (year, month, day, hour, minute,
+-- second, or none for a template without date fields). period_key is the latest period of
+-- that unit a block was reserved for (its local start, in seconds since 1970-01-01 in the
+-- template's time zone) and period_max the highest counter value reserved in it. Within a
+-- unit the period never moves backwards, so a template that changes unit and back (monthly,
+-- daily, monthly) continues each period above its highest number; the table does not grow.
+CREATE TABLE seqgen.order_counter (
+    biz_tag     pg_catalog.text NOT NULL REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
+    unit        pg_catalog.text NOT NULL
+                CHECK (unit OPERATOR(pg_catalog.=) ANY ('{none,year,month,day,hour,minute,second}'::pg_catalog.text[])),
+    period_key  pg_catalog.int8 NOT NULL,
+    period_max  pg_catalog.int8 NOT NULL CHECK (period_max OPERATOR(pg_catalog.>=) 0),
+    update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (biz_tag, unit)
+);
+COMMENT ON TABLE seqgen.order_counter IS
+    'pg_seqgen order-number counters per tag and period unit; (period_key, period_max) never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.order_counter', '');
 
 CREATE FUNCTION seqgen.template_guard() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        -- allowed only with the tag itself (ON DELETE CASCADE)
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the template of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Replace it with seqgen_set_template(), or drop the tag with seqgen_drop().';
+        END IF;
+        RETURN OLD;
+    END IF;
     IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag THEN
         RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER template_guard BEFORE UPDATE OR DELETE ON seqgen.template
+    FOR EACH ROW EXECUTE FUNCTION seqgen.template_guard();
+CREATE TRIGGER template_no_truncate BEFORE TRUNCATE ON seqgen.template
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+
+CREATE FUNCTION seqgen.order_counter_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the order-number counters of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Deleting them would issue order numbers again.';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag OR NEW.unit OPERATOR(pg_catalog.<>) OLD.unit THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%" cannot be moved', OLD.biz_tag
             USING ERRCODE = 'feature_not_supported';
     END IF;
     IF NEW.period_key OPERATOR(pg_catalog.<) OLD.period_key
@@ -153,9 +212,9 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER template_guard BEFORE UPDATE ON seqgen.template
-    FOR EACH ROW EXECUTE FUNCTION seqgen.template_guard();
-CREATE TRIGGER template_no_truncate BEFORE TRUNCATE ON seqgen.template
+CREATE TRIGGER order_counter_guard BEFORE UPDATE OR DELETE ON seqgen.order_counter
+    FOR EACH ROW EXECUTE FUNCTION seqgen.order_counter_guard();
+CREATE TRIGGER order_counter_no_truncate BEFORE TRUNCATE ON seqgen.order_counter
     FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
 
 -- Opaque numbers: the 256-bit key of a tag (for opaque IDs and {seq:N:opaque}). Readable
@@ -197,7 +256,22 @@ CREATE TRIGGER opaque_key_guard BEFORE UPDATE OR DELETE ON seqgen.opaque_key
 CREATE TRIGGER opaque_key_no_truncate BEFORE TRUNCATE ON seqgen.opaque_key
     FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
 
+-- The guards fire under session_replication_role = replica too (an edit by hand, or logical
+-- replication's apply worker, may not bypass them).
+ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_guard;
+ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_no_truncate;
+ALTER TABLE seqgen.snowflake ENABLE ALWAYS TRIGGER snowflake_guard;
+ALTER TABLE seqgen.snowflake ENABLE ALWAYS TRIGGER snowflake_no_truncate;
+ALTER TABLE seqgen.template ENABLE ALWAYS TRIGGER template_guard;
+ALTER TABLE seqgen.template ENABLE ALWAYS TRIGGER template_no_truncate;
+ALTER TABLE seqgen.order_counter ENABLE ALWAYS TRIGGER order_counter_guard;
+ALTER TABLE seqgen.order_counter ENABLE ALWAYS TRIGGER order_counter_no_truncate;
+ALTER TABLE seqgen.opaque_key ENABLE ALWAYS TRIGGER opaque_key_guard;
+ALTER TABLE seqgen.opaque_key ENABLE ALWAYS TRIGGER opaque_key_no_truncate;
+
 REVOKE ALL ON SCHEMA seqgen FROM PUBLIC;
+REVOKE ALL ON SEQUENCE seqgen.tag_id_seq FROM PUBLIC;
+REVOKE ALL ON TABLE seqgen.order_counter FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.alloc FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.snowflake FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.template FROM PUBLIC;

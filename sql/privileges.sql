@@ -16,5 +16,8 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_make_opaque(pg_catalog.text) FROM PUBL
 REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_set_node_bits(pg_catalog.text, pg_catalog.int4) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_worker_status() FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
 -- seqgen_snowflake_decode): they read no state and can be used in CHECK constraints.

@@ -5,3 +5,8 @@ CREATE TRIGGER alloc_deleted AFTER DELETE ON seqgen.alloc
 -- Read a tag's template again when a change to it commits (not on counter updates).
 CREATE TRIGGER template_changed AFTER INSERT OR DELETE OR UPDATE OF template, time_zone ON seqgen.template
     FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_template_changed();
+
+-- Both fire under session_replication_role = replica and in logical replication's apply
+-- worker too: a deletion applied there must retire the tag's cached segments as well.
+ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_deleted;
+ALTER TABLE seqgen.template ENABLE ALWAYS TRIGGER template_changed;

@@ -8,6 +8,8 @@ use seqgen_core::adaptive::{reserve_up_to, Reservation, MAX_NODE_BITS};
 use seqgen_core::opaque::Key;
 use seqgen_core::template::{self, counter_block, CounterBlock};
 
+use crate::shmem::Ident;
+
 /// What reserving values for a tag came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reserve {
@@ -23,30 +25,43 @@ pub enum Reserve {
     /// The row is locked by another transaction; try again later.
     Locked,
     Exhausted,
+    /// The row is another incarnation of the tag than the slot serves.
+    Stale,
 }
 
-const LOCK_ROW: &str = "SELECT max_id, step, opaque_from, node_bits FROM seqgen.alloc \
-     WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED";
+/// Every statement reads rows with `FOR NO KEY UPDATE SKIP LOCKED` (never waiting for a row
+/// lock, and not conflicting with the KEY SHARE locks that foreign keys take); the worker's
+/// `lock_timeout` bounds every other lock wait.
+const LOCK_ROW: &str = "SELECT max_id, step, opaque_from, node_bits, tableoid::pg_catalog.int8, tag_id \
+     FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED";
 const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const KEY_READ: &str = "SELECT key FROM seqgen.opaque_key WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-const TAG_STEP: &str = "SELECT step FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const TAG_LOAD: &str = "SELECT step, tableoid::pg_catalog.int8, tag_id FROM seqgen.alloc \
+     WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seqgen.alloc \
+     WHERE biz_tag OPERATOR(pg_catalog.=) ANY ($1)";
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 
 const SNOWFLAKE_READ: &str = "SELECT reserved_id FROM seqgen.snowflake";
-const SNOWFLAKE_WRITE: &str = "INSERT INTO seqgen.snowflake (singleton, reserved_id) VALUES (true, $1) \
-     ON CONFLICT (singleton) DO UPDATE \
-     SET reserved_id = GREATEST(seqgen.snowflake.reserved_id, EXCLUDED.reserved_id)";
+const SNOWFLAKE_LOCK: &str = "SELECT reserved_id FROM seqgen.snowflake FOR NO KEY UPDATE SKIP LOCKED";
+const SNOWFLAKE_UPDATE: &str = "UPDATE seqgen.snowflake \
+     SET reserved_id = pg_catalog.int8larger(reserved_id, $1) WHERE singleton";
+const SNOWFLAKE_INSERT: &str = "INSERT INTO seqgen.snowflake (singleton, reserved_id) VALUES (true, $1) \
+     ON CONFLICT (singleton) DO NOTHING RETURNING true";
 
 const TEMPLATE_READ: &str = "SELECT t.template, t.time_zone, k.key FROM seqgen.template t \
      LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
      WHERE t.biz_tag OPERATOR(pg_catalog.=) $1";
-const ORDER_LOCK: &str = "SELECT t.period_key, t.period_max, a.step, t.template \
+const ORDER_LOCK: &str = "SELECT t.template, a.step, a.tableoid::pg_catalog.int8, a.tag_id \
      FROM seqgen.template t JOIN seqgen.alloc a ON a.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
-     WHERE t.biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE OF t SKIP LOCKED";
+     WHERE t.biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE OF t SKIP LOCKED";
 const ORDER_EXISTS: &str = "SELECT true FROM seqgen.template WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-const ORDER_SET: &str = "UPDATE seqgen.template SET period_key = $2, period_max = $3 \
-     WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const COUNTER_READ: &str = "SELECT period_key, period_max FROM seqgen.order_counter \
+     WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND unit OPERATOR(pg_catalog.=) $2";
+const COUNTER_SET: &str = "INSERT INTO seqgen.order_counter (biz_tag, unit, period_key, period_max) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (biz_tag, unit) DO UPDATE \
+     SET period_key = EXCLUDED.period_key, period_max = EXCLUDED.period_max, update_time = pg_catalog.now()";
 
 /// What reserving a block of order-number counter values came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +72,24 @@ pub enum OrderReserve {
     Locked,
     /// The period's counter is full.
     Overflow(i64),
+    /// The tag or its template is not the one the request was made for.
+    Stale,
+}
+
+/// A tag's template as the worker read it.
+pub enum TemplateRead {
+    Found {
+        text: String,
+        zone: String,
+        key: Option<Key>,
+    },
+    Missing,
+    /// The tag's row is not the one the slot serves.
+    Stale,
+}
+
+fn ident_of(rel: Option<i64>, tag_id: Option<i64>) -> Ident {
+    Ident { rel: rel.unwrap_or(0) as u32, tag_id: tag_id.unwrap_or(0) }
 }
 
 /// The worker's statements, planned once and kept across transactions (SPI_keepplan).
@@ -64,56 +97,94 @@ pub struct Plans {
     lock_row: OwnedPreparedStatement,
     row_exists: OwnedPreparedStatement,
     set_max_id: OwnedPreparedStatement,
-    tag_step: OwnedPreparedStatement,
+    tag_load: OwnedPreparedStatement,
+    verify: OwnedPreparedStatement,
     key_read: OwnedPreparedStatement,
     snowflake_read: OwnedPreparedStatement,
-    snowflake_write: OwnedPreparedStatement,
+    snowflake_lock: OwnedPreparedStatement,
+    snowflake_update: OwnedPreparedStatement,
+    snowflake_insert: OwnedPreparedStatement,
     template_read: OwnedPreparedStatement,
     order_lock: OwnedPreparedStatement,
     order_exists: OwnedPreparedStatement,
-    order_set: OwnedPreparedStatement,
+    counter_read: OwnedPreparedStatement,
+    counter_set: OwnedPreparedStatement,
 }
 
 impl Plans {
     pub fn prepare(client: &SpiClient<'_>) -> spi::Result<Self> {
         let text = PgOid::BuiltIn(PgBuiltInOids::TEXTOID);
+        let texts = PgOid::BuiltIn(PgBuiltInOids::TEXTARRAYOID);
         let int8 = PgOid::BuiltIn(PgBuiltInOids::INT8OID);
         Ok(Plans {
             lock_row: client.prepare_mut(LOCK_ROW, &[text])?.keep(),
             row_exists: client.prepare(ROW_EXISTS, &[text])?.keep(),
             set_max_id: client.prepare_mut(SET_MAX_ID, &[text, int8])?.keep(),
-            tag_step: client.prepare(TAG_STEP, &[text])?.keep(),
+            tag_load: client.prepare(TAG_LOAD, &[text])?.keep(),
+            verify: client.prepare(VERIFY, &[texts])?.keep(),
             key_read: client.prepare(KEY_READ, &[text])?.keep(),
             snowflake_read: client.prepare(SNOWFLAKE_READ, &[])?.keep(),
-            snowflake_write: client.prepare_mut(SNOWFLAKE_WRITE, &[int8])?.keep(),
+            snowflake_lock: client.prepare_mut(SNOWFLAKE_LOCK, &[])?.keep(),
+            snowflake_update: client.prepare_mut(SNOWFLAKE_UPDATE, &[int8])?.keep(),
+            snowflake_insert: client.prepare_mut(SNOWFLAKE_INSERT, &[int8])?.keep(),
             template_read: client.prepare(TEMPLATE_READ, &[text])?.keep(),
             order_lock: client.prepare_mut(ORDER_LOCK, &[text])?.keep(),
             order_exists: client.prepare(ORDER_EXISTS, &[text])?.keep(),
-            order_set: client.prepare_mut(ORDER_SET, &[text, int8, int8])?.keep(),
+            counter_read: client.prepare(COUNTER_READ, &[text, text])?.keep(),
+            counter_set: client.prepare_mut(COUNTER_SET, &[text, text, int8, int8])?.keep(),
         })
     }
 
-    /// A tag's template and time zone, if it has one.
-    /// A tag's template, time zone and opaque key, if it has a template.
-    pub fn template_read(
-        &self,
-        client: &SpiClient<'_>,
-        tag: &str,
-    ) -> spi::Result<Option<(String, String, Option<Key>)>> {
-        let t = client.select(&self.template_read, Some(1), &[tag.into()])?;
+    /// The tag's configured step and identity, if it exists (committed).
+    pub fn tag_load(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(i64, Ident)>> {
+        let t = client.select(&self.tag_load, Some(1), &[tag.into()])?;
         if t.is_empty() {
             return Ok(None);
         }
-        let (text, zone, key) = t.first().get_three::<String, String, Vec<u8>>()?;
-        Ok(Some((text.unwrap_or_default(), zone.unwrap_or_default(), key.and_then(|b| Key::from_bytes(&b)))))
+        let (step, rel, id) = t.first().get_three::<i32, i64, i64>()?;
+        Ok(Some((step.unwrap_or(1) as i64, ident_of(rel, id))))
     }
 
-    /// Reserve the next block of order-number counter values for `tag`, for period `want`
-    /// or (never earlier than) the stored period. Never blocks on a row lock.
+    /// The identities of the named tags that exist.
+    pub fn verify(&self, client: &SpiClient<'_>, names: Vec<String>) -> spi::Result<Vec<(String, Ident)>> {
+        let t = client.select(&self.verify, None, &[names.into()])?;
+        let mut out = vec![];
+        for row in t {
+            let (name, rel, id) = (row.get::<String>(1)?, row.get::<i64>(2)?, row.get::<i64>(3)?);
+            out.push((name.unwrap_or_default(), ident_of(rel, id)));
+        }
+        Ok(out)
+    }
+
+    /// The template, time zone and opaque key of the tag whose row is `expect`.
+    pub fn template_read(&self, client: &SpiClient<'_>, tag: &str, expect: Ident) -> spi::Result<TemplateRead> {
+        match self.tag_load(client, tag)? {
+            Some((_, ident)) if ident == expect => {}
+            _ => return Ok(TemplateRead::Stale),
+        }
+        let t = client.select(&self.template_read, Some(1), &[tag.into()])?;
+        if t.is_empty() {
+            return Ok(TemplateRead::Missing);
+        }
+        let (text, zone, key) = t.first().get_three::<String, String, Vec<u8>>()?;
+        Ok(TemplateRead::Found {
+            text: text.unwrap_or_default(),
+            zone: zone.unwrap_or_default(),
+            key: key.and_then(|b| Key::from_bytes(&b)),
+        })
+    }
+
+    /// Reserve the next block of order-number counter values for `tag`, whose row is `expect`
+    /// and whose template is `text`, for period `want` or (never earlier than) the latest
+    /// period its template's unit has used. Counters are kept per unit: a period a template
+    /// of that unit used is continued above its highest number, however the template changed
+    /// in between. Never blocks on a row lock.
     pub fn order_block(
         &self,
         client: &mut SpiClient<'_>,
         tag: &str,
+        expect: Ident,
+        text: &str,
         want: i64,
         size: impl FnOnce(i64) -> i64,
     ) -> spi::Result<OrderReserve> {
@@ -123,32 +194,36 @@ impl Plans {
             return Ok(if exists.is_empty() { OrderReserve::Missing } else { OrderReserve::Locked });
         }
         let row = row.first();
-        let period: i64 = row.get(1)?.unwrap_or(i64::MIN);
-        let max: i64 = row.get(2)?.unwrap_or(0);
-        let step: i32 = row.get(3)?.unwrap_or(1);
-        let text: String = row.get(4)?.unwrap_or_default();
-        let Ok(t) = template::parse(&text) else {
+        let current: String = row.get(1)?.unwrap_or_default();
+        let step: i32 = row.get(2)?.unwrap_or(1);
+        if ident_of(row.get(3)?, row.get(4)?) != expect || current != text {
+            return Ok(OrderReserve::Stale);
+        }
+        let Ok(t) = template::parse(&current) else {
             return Ok(OrderReserve::Missing);
+        };
+        let unit = template::unit_name(t.unit());
+        let stored = client.select(&self.counter_read, Some(1), &[tag.into(), unit.into()])?;
+        let stored = if stored.is_empty() {
+            (i64::MIN, 0)
+        } else {
+            let (k, m) = stored.first().get_two::<i64, i64>()?;
+            (k.unwrap_or(i64::MIN), m.unwrap_or(0))
         };
         // At most a tenth of the period's capacity per block: what a period change leaves
         // unused in a prefetched block is lost to that period, so this bounds the loss.
         let block = size(step as i64).min((t.capacity() / 10).max(1));
-        match counter_block((period, max), want, block, t.capacity()) {
+        match counter_block(stored, want, block, t.capacity()) {
             Ok(block) => {
-                client.update(&self.order_set, None, &[tag.into(), block.period.into(), block.end.into()])?;
+                client.update(
+                    &self.counter_set,
+                    None,
+                    &[tag.into(), unit.into(), block.period.into(), block.end.into()],
+                )?;
                 Ok(OrderReserve::Done(block))
             }
             Err(o) => Ok(OrderReserve::Overflow(o.period)),
         }
-    }
-
-    /// The configured step of `tag`, if it exists (committed).
-    pub fn tag_step(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<i64>> {
-        let t = client.select(&self.tag_step, Some(1), &[tag.into()])?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(t.first().get_one::<i32>()?.unwrap_or(1) as i64))
     }
 
     /// The persisted snowflake high-water ID (every ID issued before is below it).
@@ -157,18 +232,25 @@ impl Plans {
         Ok(if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) })
     }
 
-    /// Persist a snowflake high-water ID (never lowers it).
-    pub fn snowflake_write(&self, client: &mut SpiClient<'_>, id: i64) -> spi::Result<()> {
-        client.update(&self.snowflake_write, None, &[id.into()]).map(|_| ())
+    /// Persist a snowflake high-water ID (never lowers it). `false`: the row is locked by
+    /// another transaction.
+    pub fn snowflake_write(&self, client: &mut SpiClient<'_>, id: i64) -> spi::Result<bool> {
+        if !client.update(&self.snowflake_lock, Some(1), &[])?.is_empty() {
+            client.update(&self.snowflake_update, None, &[id.into()])?;
+            return Ok(true);
+        }
+        // no row we could lock: none yet, or one locked by someone else
+        Ok(!client.update(&self.snowflake_insert, None, &[id.into()])?.is_empty())
     }
 
-    /// Reserve values for `tag` inside the current (worker) transaction. `size` is given the
-    /// tag's configured step and returns how many values to reserve. Never blocks on a row
-    /// lock.
+    /// Reserve values for `tag` (whose row must be `expect`) inside the current (worker)
+    /// transaction. `size` is given the tag's configured step and returns how many values to
+    /// reserve. Never blocks on a row lock.
     pub fn reserve_for(
         &self,
         client: &mut SpiClient<'_>,
         tag: &str,
+        expect: Ident,
         size: impl FnOnce(i64) -> i64,
     ) -> spi::Result<Reserve> {
         let row = client.update(&self.lock_row, Some(1), &[tag.into()])?;
@@ -177,6 +259,9 @@ impl Plans {
             return Ok(if exists.is_empty() { Reserve::Missing } else { Reserve::Locked });
         }
         let row = row.first();
+        if ident_of(row.get(5)?, row.get(6)?) != expect {
+            return Ok(Reserve::Stale);
+        }
         let (max_id, step, opaque_from) = (row.get::<i64>(1)?, row.get::<i32>(2)?, row.get::<i64>(3)?);
         let node_bits = row.get::<i32>(4)?.unwrap_or(0).clamp(0, MAX_NODE_BITS as i32) as u32;
         let (max_id, step) = (max_id.unwrap_or(0), step.unwrap_or(1) as i64);
@@ -226,11 +311,33 @@ pub fn first_row<R>(
     .map_err(|e| crate::error::SeqgenError::Internal(e.to_string()))
 }
 
-/// The OID of the catalog table in the current database, if the extension is installed.
-pub fn catalog_oid(client: &SpiClient<'_>) -> spi::Result<Option<u32>> {
-    let oid = client
-        .select("SELECT pg_catalog.to_regclass('seqgen.alloc')::pg_catalog.oid", Some(1), &[])?
-        .first()
-        .get_one::<pg_sys::Oid>()?;
-    Ok(oid.map(|o| o.to_u32()))
+/// The library's version: the catalog must be at the same version.
+pub const LIB_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Is the extension installed in the worker's database, and at the library's version?
+pub enum CatalogState {
+    Missing,
+    /// Installed at another version (`ALTER EXTENSION pg_seqgen UPDATE` is due).
+    OtherVersion(String),
+    /// Installed; the OID of `seqgen.alloc`.
+    Ready(u32),
+}
+
+pub fn catalog_state(client: &SpiClient<'_>) -> spi::Result<CatalogState> {
+    let t = client.select(
+        "SELECT e.extversion::pg_catalog.text, pg_catalog.to_regclass('seqgen.alloc')::pg_catalog.oid::pg_catalog.int8 \
+         FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen'",
+        Some(1),
+        &[],
+    )?;
+    if t.is_empty() {
+        return Ok(CatalogState::Missing);
+    }
+    let (version, oid) = t.first().get_two::<String, i64>()?;
+    let version = version.unwrap_or_default();
+    Ok(match oid {
+        None => CatalogState::Missing,
+        Some(_) if version != LIB_VERSION => CatalogState::OtherVersion(version),
+        Some(oid) => CatalogState::Ready(oid as u32),
+    })
 }

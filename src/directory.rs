@@ -25,6 +25,11 @@ pub mod code {
     pub const INTERNAL: u32 = 6;
     pub const NO_TEMPLATE: u32 = 7;
     pub const OVERFLOW: u32 = 8;
+    /// The slot the request was about no longer serves the catalog row it was loaded from
+    /// (the tag was dropped, or dropped and created again): resolve the tag again.
+    pub const STALE: u32 = 9;
+    /// The catalog's version is older than the library's: `ALTER EXTENSION pg_seqgen UPDATE`.
+    pub const NEEDS_UPDATE: u32 = 10;
 }
 
 /// A resolved tag: its slot and the generation the slot had when resolved. A draw is valid
@@ -107,6 +112,15 @@ pub fn ready_header() -> Result<&'static Header> {
     Ok(h)
 }
 
+/// Checks shared by the functions that change the catalog: preloaded, primary, served database.
+pub fn admin_checks() -> Result<()> {
+    shmem::header().ok_or(SeqgenError::NotPreloaded)?;
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return Err(SeqgenError::HotStandby);
+    }
+    check_database()
+}
+
 pub fn check_database() -> Result<()> {
     let served = guc::database_name();
     let current = unsafe {
@@ -138,8 +152,9 @@ pub fn lookup(h: &'static Header, name: &[u8]) -> Option<Resolved> {
     })
 }
 
-/// Turn a worker result code into an error for `tag`.
-pub fn error_for(code: u32, tag: &str, detail: String) -> SeqgenError {
+/// Turn a worker result code into an error for `tag`. `detail` and `state` (a SQLSTATE, 0 if
+/// unknown) describe a failed job.
+pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenError {
     match code {
         code::UNKNOWN_TAG => SeqgenError::UnknownTag(tag.to_string()),
         code::EXHAUSTED => SeqgenError::Exhausted(tag.to_string()),
@@ -147,8 +162,15 @@ pub fn error_for(code: u32, tag: &str, detail: String) -> SeqgenError {
         code::LOCKED => SeqgenError::RowLocked(tag.to_string()),
         code::CATALOG_MISSING => SeqgenError::CatalogMissing(guc::database_name()),
         code::NO_TEMPLATE => SeqgenError::NoTemplate(tag.to_string()),
-        _ => SeqgenError::Internal(detail),
+        code::NEEDS_UPDATE => SeqgenError::NeedsUpdate(detail),
+        _ => SeqgenError::WorkerFailed { tag: tag.to_string(), detail, state },
     }
+}
+
+/// The error for a failed job reported through a slot (prefetch, order block, snowflake):
+/// the worker's last error message and SQLSTATE.
+pub fn slot_failure(h: &Header, code: u32, tag: &str) -> SeqgenError {
+    error_for(code, tag, h.health.last_error.read(), h.health.last_error_state.load(Ordering::Acquire))
 }
 
 /// Ask the worker to load `tag` into a slot.
@@ -162,35 +184,48 @@ fn load(h: &'static Header, tag: &str) -> Result<Resolved> {
             Ok(Resolved { slot, gen: reply.len as u64 })
         }
         code::UNKNOWN_TAG if tag_visible_to_me(tag) => Err(SeqgenError::TagNotCommitted(tag.to_string())),
-        c => Err(error_for(c, tag, reply.detail)),
+        c => Err(error_for(c, tag, reply.detail, reply.len as i32)),
     }
 }
 
-/// Ask the worker to read the template of `tag` (already resolved) into its slot.
-pub fn load_template(tag: &str) -> Result<()> {
+/// The index of a slot in the slot array.
+pub fn slot_index(h: &'static Header, s: &TagSlot) -> usize {
+    (s as *const TagSlot as usize - shmem::all_slots(h).as_ptr() as usize) / std::mem::size_of::<TagSlot>()
+}
+
+/// Ask the worker to read the template of the resolved tag `r` into its slot. `Ok(false)`:
+/// the slot no longer serves the tag; resolve it again.
+pub fn load_template(tag: &str, r: Resolved) -> Result<bool> {
     let h = ready_header()?;
     let reply = call_worker_retrying(h, tag, |mb| {
         mb.kind.store(shmem::REQ_TEMPLATE, Ordering::Relaxed);
+        mb.slot.store(slot_index(h, r.slot) as u32, Ordering::Relaxed);
+        mb.gen.store(r.gen, Ordering::Relaxed);
     })?;
     match reply.code {
-        code::OK => Ok(()),
+        code::OK => Ok(true),
+        code::STALE => Ok(false),
         code::NO_TEMPLATE => Err(SeqgenError::NoTemplate(tag.to_string())),
-        c => Err(error_for(c, tag, reply.detail)),
+        c => Err(error_for(c, tag, reply.detail, reply.len as i32)),
     }
 }
 
-/// Ask the worker for a dedicated range of `n` values of `tag` (for large batches):
-/// `(start, len, mode)`.
-pub fn reserve_range(tag: &str, n: i64) -> Result<(i64, i64, i64)> {
+/// Ask the worker for a dedicated range of `n` values of the resolved tag `r` (for large
+/// batches): `Some((start, len, mode))`, reserved from the catalog row the slot serves; `None`
+/// when the slot no longer serves the tag (resolve it again).
+pub fn reserve_range(tag: &str, r: Resolved, n: i64) -> Result<Option<(i64, i64, i64)>> {
     let h = ready_header()?;
     let reply = call_worker_retrying(h, tag, |mb| {
         mb.kind.store(shmem::REQ_RANGE, Ordering::Relaxed);
         mb.n.store(n, Ordering::Relaxed);
+        mb.slot.store(slot_index(h, r.slot) as u32, Ordering::Relaxed);
+        mb.gen.store(r.gen, Ordering::Relaxed);
     })?;
     match reply.code {
-        code::OK => Ok((reply.start, reply.len, reply.mode)),
+        code::OK => Ok(Some((reply.start, reply.len, reply.mode))),
+        code::STALE => Ok(None),
         code::UNKNOWN_TAG if tag_visible_to_me(tag) => Err(SeqgenError::TagNotCommitted(tag.to_string())),
-        c => Err(error_for(c, tag, reply.detail)),
+        c => Err(error_for(c, tag, reply.detail, reply.len as i32)),
     }
 }
 
@@ -227,46 +262,83 @@ fn call_worker_retrying(h: &'static Header, tag: &str, fill: impl Fn(&Mailbox)) 
     }
 }
 
+/// The mailbox this backend has claimed, if any: (index, sequence). Given up when the
+/// backend exits, whatever way it exits.
+static CLAIMED: BackendLocal<Option<(usize, u64)>> = BackendLocal::new();
+static EXIT_HOOKED: BackendLocal<bool> = BackendLocal::new();
+
+#[pg_guard]
+unsafe extern "C-unwind" fn give_up_on_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    if let (Some(h), Some((i, seq))) = (shmem::header(), CLAIMED.get().take()) {
+        give_up(&h.mailboxes[i], seq);
+    }
+}
+
+/// The owner no longer wants the answer of use `seq` of `mb`: hand a posted mailbox back to
+/// the worker (which frees it when it answers or reclaims), free it otherwise.
+fn give_up(mb: &Mailbox, seq: u64) {
+    if mb.transition(seq, shmem::MB_POSTED, shmem::MB_ABANDONED) {
+        return;
+    }
+    for state in [shmem::MB_DONE, shmem::MB_FILLING] {
+        if mb.free(seq, state) {
+            return;
+        }
+    }
+}
+
+/// Claim a free mailbox (waiting for one up to `timeout` ms).
+fn claim(h: &'static Header, tag: &str, timeout: i32) -> Result<(&'static Mailbox, u64)> {
+    {
+        let mut hooked = EXIT_HOOKED.get();
+        if !*hooked {
+            unsafe { pg_sys::before_shmem_exit(Some(give_up_on_exit), pg_sys::Datum::from(0)) };
+            *hooked = true;
+        }
+    }
+    let me = unsafe { pg_sys::MyProcPid };
+    let try_claim = || {
+        h.mailboxes.iter().enumerate().find_map(|(i, mb)| {
+            let (seq, state) = mb.load();
+            (state == shmem::MB_FREE && mb.transition(seq, shmem::MB_FREE, shmem::MB_FILLING)).then(|| {
+                mb.owner.store(me, Ordering::Release);
+                *CLAIMED.get() = Some((i, seq));
+                (mb, seq)
+            })
+        })
+    };
+    wait_for(h, timeout, try_claim).ok_or_else(|| SeqgenError::Timeout { tag: tag.to_string(), ms: timeout })
+}
+
 /// Post a request in a free mailbox, wake the worker and wait for its answer.
 fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Result<Reply> {
     let timeout = guc::ALLOCATION_TIMEOUT.get();
-    let claim = || {
-        h.mailboxes.iter().find(|mb| {
-            mb.state.compare_exchange(shmem::MB_FREE, shmem::MB_FILLING, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-        })
-    };
-    let mb = wait_for(h, timeout, claim).ok_or_else(|| SeqgenError::Timeout { tag: tag.to_string(), ms: timeout })?;
+    let (mb, seq) = claim(h, tag, timeout)?;
     mb.set_name(tag.as_bytes());
     fill(mb);
     mb.result.store(code::INTERNAL, Ordering::Relaxed);
     mb.r_mode.store(0, Ordering::Relaxed);
-    mb.state.store(shmem::MB_POSTED, Ordering::Release);
+    mb.transition(seq, shmem::MB_FILLING, shmem::MB_POSTED);
     h.ring();
 
-    // If the wait is interrupted (query cancel), hand the mailbox back to the worker.
-    let abandon = || {
-        if mb
-            .state
-            .compare_exchange(shmem::MB_POSTED, shmem::MB_ABANDONED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            // already answered: free it ourselves
-            mb.state.store(shmem::MB_FREE, Ordering::Release);
-        }
+    let release = || {
+        give_up(mb, seq);
+        *CLAIMED.get() = None;
     };
+    // If the wait is interrupted (query cancel), hand the mailbox back to the worker.
     let done = PgTryBuilder::new(|| {
-        wait_for(h, timeout, || {
-            if mb.state.load(Ordering::Acquire) == shmem::MB_DONE {
-                Some(Ok(()))
-            } else if h.worker_status() != shmem::WorkerStatus::Running {
-                Some(Err(SeqgenError::WorkerNotRunning))
-            } else {
-                None
-            }
+        wait_for(h, timeout, || match mb.load() {
+            (s, shmem::MB_DONE) if s == seq => Some(Ok(())),
+            (s, _) if s != seq => Some(Err(SeqgenError::WorkerFailed {
+                tag: tag.to_string(),
+                detail: "the request was reclaimed by the worker".into(),
+                state: 0,
+            })),
+            _ => None,
         })
     })
     .catch_others(|e| {
-        abandon();
+        release();
         e.rethrow()
     })
     .execute();
@@ -276,34 +348,25 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
                 code: mb.result.load(Ordering::Relaxed),
                 start: mb.r_start.load(Ordering::Relaxed),
                 len: mb.r_len.load(Ordering::Relaxed),
-                mode: mb.r_mode.load(Ordering::Relaxed) as i64,
+                mode: mb.r_mode.load(Ordering::Relaxed),
                 detail: mb.detail(),
             };
-            mb.state.store(shmem::MB_FREE, Ordering::Release);
+            release();
             Ok(reply)
         }
         Some(Err(e)) => {
-            abandon();
+            release();
             Err(e)
         }
         None => {
-            abandon();
-            Err(SeqgenError::Timeout { tag: tag.to_string(), ms: timeout })
+            release();
+            Err(if h.worker_status() != shmem::WorkerStatus::Running {
+                SeqgenError::WorkerNotRunning
+            } else {
+                SeqgenError::Timeout { tag: tag.to_string(), ms: timeout }
+            })
         }
     }
-}
-
-/// The template of `name` changed (a committed insert, update or delete): make the next call
-/// read it again.
-pub fn template_changed(name: &[u8]) {
-    let Some(h) = shmem::header() else { return };
-    shmem::with_dir_lock(h, true, || {
-        for s in shmem::slots(h) {
-            if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == name {
-                s.tpl.set_state(shmem::TPL_UNKNOWN);
-            }
-        }
-    });
 }
 
 /// Retire the slot of `name`: every cached resolution of it becomes invalid, draws in flight
@@ -314,10 +377,29 @@ pub fn retire(name: &[u8]) {
     shmem::with_dir_lock(h, true, || {
         for s in shmem::slots(h) {
             if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == name {
-                s.gen.fetch_add(1, Ordering::AcqRel);
-                s.state.store(shmem::SLOT_FREE, Ordering::Release);
+                retire_slot(s);
             }
         }
     });
     h.broadcast();
+}
+
+/// Retire every slot (the catalog was dropped).
+pub fn retire_all() {
+    let Some(h) = shmem::header() else { return };
+    shmem::with_dir_lock(h, true, || {
+        for s in shmem::slots(h) {
+            if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE {
+                retire_slot(s);
+            }
+        }
+    });
+    h.broadcast();
+}
+
+/// Caller holds `dir_lock` exclusive. Draws in flight see the new generation and discard
+/// their value.
+pub fn retire_slot(s: &TagSlot) {
+    s.gen.fetch_add(1, Ordering::AcqRel);
+    s.state.store(shmem::SLOT_FREE, Ordering::Release);
 }

@@ -57,6 +57,10 @@ pub enum SeqgenError {
     OrderOverflow { tag: String, capacity: i64 },
     #[error("{0}")]
     Unsupported(String),
+    #[error("the pg_seqgen catalog is at version {0}, older than the loaded library")]
+    NeedsUpdate(String),
+    #[error("the pg_seqgen allocation worker could not serve tag \"{tag}\": {detail}")]
+    WorkerFailed { tag: String, detail: String, state: i32 },
     #[error("pg_seqgen internal error: {0}")]
     Internal(String),
 }
@@ -75,7 +79,10 @@ impl SeqgenError {
             | TagNotCommitted(_)
             | NoTemplate(_)
             | NotOpaque(_)
-            | NodeDoesNotFit { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            | NodeDoesNotFit { .. }
+            | NeedsUpdate(_) => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            WorkerFailed { state, .. } if *state != 0 => PgSqlErrorCode::from(*state),
+            WorkerFailed { .. } => ERRCODE_INTERNAL_ERROR,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) => ERRCODE_UNDEFINED_OBJECT,
@@ -110,6 +117,8 @@ impl SeqgenError {
             SnowflakeTimeExhausted => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
             BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
             NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),
+            NeedsUpdate(_) => "Run ALTER EXTENSION pg_seqgen UPDATE in this database.".into(),
+            WorkerFailed { .. } => "Only this tag's request failed; see seqgen_worker_status() and the server log.".into(),
             OrderOverflow { .. } => "Use a wider {seq:N} or a finer period; for periods of a second, seqgen.order_no_overflow = wait waits for the next second instead.".into(),
             _ => return None,
         })

@@ -14,6 +14,7 @@ pub static MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
 pub static STEP_GROW_BELOW: GucSetting<i32> = GucSetting::<i32>::new(15 * 60);
 pub static STEP_SHRINK_ABOVE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60);
 pub static ALLOCATION_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
+pub static WORKER_LOCK_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static ORDER_NO_OVERFLOW: GucSetting<Overflow> = GucSetting::<Overflow>::new(Overflow::Error);
 
@@ -114,6 +115,16 @@ pub fn register() {
         1,
         i32::MAX,
         GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"seqgen.worker_lock_timeout",
+        c"How long the allocation worker waits for a lock on a catalog table before it gives up on that job.",
+        c"The job fails alone and is tried again while a caller waits; rows are never waited for (SKIP LOCKED).",
+        &WORKER_LOCK_TIMEOUT,
+        1,
+        60_000,
+        GucContext::Sighup,
         GucFlags::UNIT_MS,
     );
     register_snowflake();

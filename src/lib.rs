@@ -11,9 +11,11 @@ mod catalog;
 mod directory;
 mod error;
 mod guc;
+mod health;
 mod local;
 mod opaque;
 mod order;
+mod pending;
 mod segment_api;
 mod shmem;
 mod snowflake;
@@ -37,6 +39,7 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     guc::register();
+    pending::install_hook();
     if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         // Loaded on first use in a backend: the functions will report that pg_seqgen must be
         // preloaded. Shared memory and the worker can only be set up by the postmaster.

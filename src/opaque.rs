@@ -21,12 +21,20 @@ use crate::shmem::TagSlot;
 /// stored before publishing the segment `v` came from).
 #[inline]
 pub fn permute_id(slot: &TagSlot, v: i64) -> i64 {
-    let from = slot.opaque_from.load(Ordering::Relaxed);
-    match (slot.key(), Domain::ids_above(from)) {
-        (Some(key), Some(d)) if d.contains(v as u64) => d.permute(&key, 0, v as u64) as i64,
-        // cannot happen: the worker stores both before publishing an opaque segment, and
-        // reserves only above `from`
-        _ => SeqgenError::Internal(format!("opaque value {v} without its key")).raise(),
+    match slot.key() {
+        Some(key) => permute_with(slot.opaque_from.load(Ordering::Relaxed), &key, v),
+        // cannot happen: the worker stores the key before publishing an opaque segment
+        None => SeqgenError::Internal(format!("opaque value {v} without its key")).raise(),
+    }
+}
+
+/// The opaque ID for counter value `v` of a tag whose IDs are permuted above `from` with `key`.
+#[inline]
+pub fn permute_with(from: i64, key: &Key, v: i64) -> i64 {
+    match Domain::ids_above(from) {
+        Some(d) if d.contains(v as u64) => d.permute(key, 0, v as u64) as i64,
+        // cannot happen: the worker reserves opaque values only above `from`
+        _ => SeqgenError::Internal(format!("opaque value {v} outside its domain")).raise(),
     }
 }
 
@@ -63,7 +71,7 @@ fn seqgen_make_opaque(biz_tag: &str) {
 
 fn make_opaque(tag: &str) -> Result<()> {
     check_tag(tag)?;
-    crate::segment_api::admin_checks()?;
+    crate::directory::admin_checks()?;
     // Lock the row: the worker reserves with SKIP LOCKED, so what it reserves after this
     // commits sees opaque_from, and everything it reserved before is at most max_id.
     let row = first_row(
@@ -97,10 +105,7 @@ fn make_opaque(tag: &str) -> Result<()> {
     .map_err(spi_err)?;
     // From the commit on, no plain value is handed out: what is left of the segments reserved
     // in the clear is skipped (a gap) and the next reservation is opaque.
-    let name = tag.to_string();
-    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || {
-        crate::directory::retire(name.as_bytes());
-    });
+    crate::pending::at_commit(crate::pending::Action::Retire(tag.to_string()));
     Ok(())
 }
 

@@ -68,20 +68,35 @@ fn node_id() -> u32 {
     guc::NODE_ID.get().max(0) as u32
 }
 
-/// Attach a template to a tag (transactional). The counter state is kept when a template is
-/// replaced: a period that has already started continues above its highest number.
+/// Attach a template to a tag (transactional). Counters are kept per period unit when a
+/// template is replaced: a period that a template of that unit has used continues above its
+/// highest number. A template whose text cannot tell its periods apart is refused.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_set_template(biz_tag: &str, template: &str, time_zone: default!(&str, "'UTC'")) {
-    set_template(biz_tag, template, time_zone).or_raise()
+    set_template(biz_tag, template, time_zone, false).or_raise()
 }
 
-fn set_template(tag: &str, text: &str, zone: &str) -> Result<()> {
-    let opaque = parse_template(text)?.is_opaque();
+/// The same, with `allow_repeats => true` to accept a template whose numbers repeat (e.g.
+/// `{dd}-{seq:4}`: the same numbers every month).
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_set_template")]
+fn seqgen_set_template_allow(biz_tag: &str, template: &str, time_zone: &str, allow_repeats: bool) {
+    set_template(biz_tag, template, time_zone, allow_repeats).or_raise()
+}
+
+fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
     check_tag(tag)?;
     let t = parse_template(text)?;
+    let opaque = t.is_opaque();
     parse_zone(zone)?;
     t.check_node(node_id()).map_err(SeqgenError::InvalidArgument)?;
-    crate::segment_api::admin_checks()?;
+    if let (Some(unit), false) = (t.repeats_every(), allow_repeats) {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "template \"{text}\" cannot tell its periods apart: its numbers repeat every {} \
+             (add the missing date fields, or pass allow_repeats => true to accept that)",
+            unit.name()
+        )));
+    }
+    crate::directory::admin_checks()?;
     let exists = Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1)",
         &[tag.into()],
@@ -128,7 +143,11 @@ pub fn order_no(tag: &str) -> Result<&str> {
             let fresh = matches!(&locals.last, Some((_, loc))
                 if loc.gen == r.gen && loc.version == r.slot.tpl.version.load(Ordering::Acquire));
             if !fresh {
-                locals.last = Some((key, load_local(tag, r)?));
+                match load_local(tag, r)? {
+                    Some(loc) => locals.last = Some((key, loc)),
+                    // the slot no longer serves the tag: resolve it again
+                    None => return Ok(None),
+                }
             }
             let (_, loc) = locals.last.as_mut().expect("set above");
             let drawn = draw_one(tag, r, loc)?;
@@ -157,10 +176,12 @@ fn slot_key(s: &TagSlot) -> usize {
 }
 
 /// Read (asking the worker first if needed) and parse the slot's template.
-fn load_local(tag: &str, r: Resolved) -> Result<Local> {
+fn load_local(tag: &str, r: Resolved) -> Result<Option<Local>> {
     let (mut version, mut state, mut text, mut zone) = r.slot.tpl.read();
     if state != TPL_READY {
-        directory::load_template(tag)?;
+        if !directory::load_template(tag, r)? {
+            return Ok(None);
+        }
         (version, state, text, zone) = r.slot.tpl.read();
     }
     if state == TPL_MISSING || state != TPL_READY {
@@ -171,7 +192,7 @@ fn load_local(tag: &str, r: Resolved) -> Result<Local> {
     if template.is_opaque() && key.is_none() {
         return Err(SeqgenError::Internal(format!("the opaque template of tag \"{tag}\" has no key")));
     }
-    Ok(Local {
+    Ok(Some(Local {
         gen: r.gen,
         version,
         template,
@@ -180,7 +201,7 @@ fn load_local(tag: &str, r: Resolved) -> Result<Local> {
         key,
         span: None,
         prepared: None,
-    })
+    }))
 }
 
 /// One counter value and its period, or `None` when the slot changed under us.
@@ -284,9 +305,7 @@ fn wait_for_block(tag: &str, r: Resolved, loc: &mut Local, epoch: u32, period: i
             if slot.ord_err_seq.load(Ordering::Acquire) != err_before {
                 return Some(Err(slot.ord_err_code.load(Ordering::Relaxed)));
             }
-            if h.worker_status() != WorkerStatus::Running {
-                return Some(Err(u32::MAX));
-            }
+            // a worker that is not running is waited for until the timeout (it restarts)
             None
         });
         match outcome {
@@ -307,7 +326,8 @@ fn wait_for_block(tag: &str, r: Resolved, loc: &mut Local, epoch: u32, period: i
             }
             Some(Err(u32::MAX)) => return Err(SeqgenError::WorkerNotRunning),
             Some(Err(code::NO_TEMPLATE)) => return Err(SeqgenError::NoTemplate(tag.to_string())),
-            Some(Err(c)) => return Err(directory::error_for(c, tag, "allocation failed; see the server log".into())),
+            Some(Err(c)) => return Err(directory::slot_failure(h, c, tag)),
+            None if h.worker_status() != WorkerStatus::Running => return Err(SeqgenError::WorkerNotRunning),
             None if slot.ord_locked.load(Ordering::Relaxed) != 0 => {
                 return Err(SeqgenError::RowLocked(tag.to_string()))
             }
@@ -361,6 +381,13 @@ fn seqgen_render_with_tag(
     biz_tag: &str,
 ) -> String {
     render_preview(template, seq, at, time_zone, Some(biz_tag)).or_raise()
+}
+
+/// The period unit of a template: `none` (the counter never restarts), `year`, `month`,
+/// `day`, `hour`, `minute` or `second`. Order-number counters are kept per tag and unit.
+#[pg_extern(immutable, parallel_safe)]
+fn seqgen_template_unit(template: &str) -> &'static str {
+    template::unit_name(parse_template(template).or_raise().unit())
 }
 
 /// Is the last digit of `order_no` the Luhn check digit of the digits before it? For

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use pgrx::prelude::*;
 use seqgen_core::segment::{Claim, Draw};
 
-use crate::directory::{self, forget, resolve, Resolved};
+use crate::directory::{self, admin_checks, forget, resolve, Resolved};
 use crate::error::{check_tag, OrRaise, Result, SeqgenError};
 use crate::guc;
 use crate::shmem::{self, Header, WorkerStatus};
@@ -59,15 +59,6 @@ fn create(tag: Option<&str>, step: Option<i32>, start_with: Option<i64>, descrip
 fn returns_row(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<bool> {
     Spi::connect_mut(|c| c.update(sql, None, args).map(|t| !t.is_empty()))
         .map_err(|e| SeqgenError::Internal(e.to_string()))
-}
-
-/// Checks shared by the functions that change the catalog: preloaded, primary, served database.
-pub fn admin_checks() -> Result<()> {
-    shmem::header().ok_or(SeqgenError::NotPreloaded)?;
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        return Err(SeqgenError::HotStandby);
-    }
-    directory::check_database()
 }
 
 /// Drop a tag. Its slot is retired when the calling transaction commits.
@@ -136,8 +127,7 @@ fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
     )
     .map_err(|e| SeqgenError::Internal(e.to_string()))?;
     // from the commit on, no value in the old form is handed out
-    let name = tag.to_string();
-    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || directory::retire(name.as_bytes()));
+    crate::pending::at_commit(crate::pending::Action::Retire(tag.to_string()));
     Ok(())
 }
 
@@ -169,9 +159,21 @@ pub fn next(tag: &str) -> Result<i64> {
                     r = wait_for_segment(tag, r, epoch)?;
                 }
             }
-            Draw::Lost => {}
+            Draw::Lost => r = after_lost(tag, r)?,
         }
     }
+}
+
+/// A draw or claim found its segment entry recycled (or being reset): check for interrupts,
+/// and resolve again if the slot stopped serving the tag meanwhile.
+#[cold]
+fn after_lost(tag: &str, r: Resolved) -> Result<Resolved> {
+    pgrx::check_for_interrupts!();
+    if r.slot.gen.load(Ordering::Acquire) == r.gen {
+        return Ok(r);
+    }
+    forget(tag);
+    resolve(tag)
 }
 
 /// Ask the worker for the next segment of a slot.
@@ -207,9 +209,8 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
         if r.slot.err_seq.load(Ordering::Acquire) != err_before {
             return Some(Err(Some(r.slot.err_code.load(Ordering::Relaxed))));
         }
-        if h.worker_status() != WorkerStatus::Running {
-            return Some(Err(Some(u32::MAX)));
-        }
+        // a worker that is not running is waited for until the timeout: the postmaster
+        // restarts it within a second, and it serves the request then
         None
     });
     match outcome {
@@ -219,7 +220,8 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
             resolve(tag)
         }
         Some(Err(Some(u32::MAX))) => Err(SeqgenError::WorkerNotRunning),
-        Some(Err(Some(c))) => Err(directory::error_for(c, tag, "allocation failed; see the server log".into())),
+        Some(Err(Some(c))) => Err(directory::slot_failure(h, c, tag)),
+        None if h.worker_status() != WorkerStatus::Running => Err(SeqgenError::WorkerNotRunning),
         None if r.slot.locked.load(Ordering::Relaxed) != 0 => Err(SeqgenError::RowLocked(tag.to_string())),
         None => Err(SeqgenError::Timeout { tag: tag.to_string(), ms: timeout }),
     }
@@ -228,15 +230,42 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
 /// `n` IDs of a tag at once.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
-    let tag = biz_tag.to_string();
     let ranges = next_batch(biz_tag, n).or_raise();
-    let slot = ranges.iter().any(|r| r.2 != 0).then(|| resolve(&tag).or_raise().slot);
-    SetOfIterator::new(ranges.into_iter().flat_map(move |(start, len, mode)| {
-        (start..start + len).map(move |v| match (mode, slot) {
-            (0, _) | (_, None) => v,
-            (m, Some(s)) => present(s, v, m).or_raise(),
-        })
-    }))
+    SetOfIterator::new(ranges.into_iter().flat_map(|(start, len, p)| (start..start + len).map(move |v| p.present(v))))
+}
+
+/// How a segment's counter values become IDs, captured (with the tag's key) when the values
+/// were claimed, so a batch that is read out later never depends on the slot any more.
+#[derive(Clone, Copy)]
+pub struct Presenter {
+    mode: i64,
+    key: Option<(i64, seqgen_core::opaque::Key)>,
+}
+
+impl Presenter {
+    /// Capture the presentation of `mode` for the slot of `r` (whose generation the caller
+    /// checks after this).
+    fn capture(r: &Resolved, mode: i64) -> Result<Presenter> {
+        if mode & MODE_OPAQUE != 0 {
+            let key = r.slot.key().ok_or_else(|| SeqgenError::Internal("opaque segment without its key".into()))?;
+            return Ok(Presenter { mode, key: Some((r.slot.opaque_from.load(Ordering::Acquire), key)) });
+        }
+        let bits = ((mode >> 8) & 0xff) as u32;
+        let node = guc::NODE_ID.get().max(0) as u32;
+        if node as u64 >= 1u64 << bits {
+            return Err(SeqgenError::NodeDoesNotFit { node, bits });
+        }
+        Ok(Presenter { mode, key: None })
+    }
+
+    #[inline]
+    fn present(&self, v: i64) -> i64 {
+        match self.key {
+            Some((from, key)) => crate::opaque::permute_with(from, &key, v),
+            None if self.mode == 0 => v,
+            None => interleave(v, ((self.mode >> 8) & 0xff) as u32, guc::NODE_ID.get().max(0) as u32),
+        }
+    }
 }
 
 /// The ID for counter value `v` of a segment in `mode` (see [`crate::worker::mode`]).
@@ -253,24 +282,29 @@ fn present(slot: &shmem::TagSlot, v: i64, mode: i64) -> Result<i64> {
     Ok(interleave(v, bits, node))
 }
 
-/// The ranges making up a batch, `(start, len, mode)`: what the current segment can give,
-/// the rest reserved for this call alone by the worker (one round trip, whatever `n`).
-pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, i64)>> {
+/// The ranges making up a batch, `(start, len, presenter)`: what the current segment can
+/// give, the rest reserved for this call alone by the worker (one round trip, whatever `n`).
+/// Each range is presented with what its slot held when it was claimed, checked against the
+/// slot's generation after the claim.
+pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
     if n <= 0 || n > guc::MAX_BATCH {
         return Err(SeqgenError::InvalidArgument(format!("n must be between 1 and {}, got {n}", guc::MAX_BATCH)));
     }
     let mut r = resolve(tag)?;
     let mut out = vec![];
     let mut left = n as u64;
-    for _ in 0..2 {
+    let mut tries = 0;
+    while tries < 3 {
         match r.slot.seg.claim_range(left) {
             Claim::Range { start, len, period: mode } => {
+                let p = Presenter::capture(&r, mode);
                 if r.slot.gen.load(Ordering::Acquire) != r.gen {
                     forget(tag);
                     r = resolve(tag)?;
+                    tries += 1;
                     continue;
                 }
-                out.push((start, len as i64, mode));
+                out.push((start, len as i64, p?));
                 left -= len;
                 if r.slot.seg.wants_next() {
                     request_segment(r.slot);
@@ -282,11 +316,39 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, i64)>> {
                     request_segment(r.slot);
                     break;
                 }
+                tries += 1;
+            }
+            Claim::Lost => {
+                r = after_lost(tag, r)?;
+                tries += 1;
             }
         }
     }
-    if left > 0 {
-        out.push(directory::reserve_range(tag, left as i64)?);
+    while left > 0 {
+        match directory::reserve_range(tag, r, left as i64)? {
+            Some((start, len, mode)) => {
+                let p = Presenter::capture(&r, mode);
+                // the worker reserved from the row this slot serves and stored its key in the
+                // slot; a retirement since then would make the key unreliable
+                if r.slot.gen.load(Ordering::Acquire) != r.gen {
+                    forget(tag);
+                    r = resolve(tag)?;
+                    continue;
+                }
+                out.push((start, len, p?));
+                left -= len as u64;
+            }
+            None => {
+                // the slot was retired (the tag dropped or changed) while we asked
+                tries += 1;
+                if tries > 10 {
+                    return Err(SeqgenError::Timeout { tag: tag.to_string(), ms: guc::ALLOCATION_TIMEOUT.get() });
+                }
+                pgrx::check_for_interrupts!();
+                forget(tag);
+                r = resolve(tag)?;
+            }
+        }
     }
     Ok(out)
 }

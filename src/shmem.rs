@@ -4,9 +4,11 @@
 //! Shared (one per server, sized at start-up from seqgen.max_tags)
 //! ├── Header
 //! │   ├── worker: pid, latch, status, database it serves, catalog oid
+//! │   ├── health: start, last cycle, error count, last error and its time (seqlock text)
 //! │   ├── dir_lock: LWLock guarding the tag directory (slot names and states)
 //! │   ├── cv: ConditionVariable the worker broadcasts after every batch of work
-//! │   ├── mailboxes[MAILBOXES]: synchronous requests (load a tag, reserve a batch range)
+//! │   ├── mailboxes[MAILBOXES]: synchronous requests (load a tag, reserve a batch range,
+//! │   │   read a template), each owned by one process: word = sequence << 8 | state
 //! │   └── snowflake: the generator word, the reservation, clock-event counters
 //! └── slots[max_tags]: TagSlot
 //!     ├── seg: SegmentBuffer (cursor on its own cache line, ring of published segments)
@@ -14,7 +16,8 @@
 //!     ├── tpl: the tag's template and time zone (seqlock)
 //!     ├── key, key_set, opaque_from: opaque numbers (key written once)
 //!     ├── gen: generation, bumped whenever the slot stops serving its tag
-//!     ├── name, state (directory; written under dir_lock)
+//!     ├── name, state, identity (catalog table OID + the row's tag_id; directory, written
+//!     │   under dir_lock)
 //!     └── worker bookkeeping: prefetch request flag, adaptive step, errors, rates
 //! ```
 //!
@@ -29,7 +32,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, A
 use pgrx::pg_sys;
 use seqgen_core::segment::SegmentBuffer;
 
-use crate::snowflake::SnowflakeShared;
+use seqgen_core::snowflake::Generator;
 
 use crate::guc;
 
@@ -65,8 +68,105 @@ pub struct Header {
     cv: UnsafeCell<pg_sys::ConditionVariable>,
     /// Bumped by every request so the worker knows there is work without scanning.
     pub doorbell: AtomicU64,
+    pub health: Health,
     pub mailboxes: [Mailbox; MAILBOXES],
     pub snowflake: SnowflakeShared,
+}
+
+/// The worker's health, for `seqgen_worker_status()`. Written by the worker only.
+#[repr(C)]
+pub struct Health {
+    /// When the running worker started, and when it last finished a cycle (ms since the Unix
+    /// epoch).
+    pub started_ms: AtomicI64,
+    pub last_cycle_ms: AtomicI64,
+    /// Jobs that failed, since the server started; the last failure's time and message.
+    pub errors: AtomicU64,
+    pub last_error_ms: AtomicI64,
+    /// The SQLSTATE of the last failure (PostgreSQL's packed form), 0 if none.
+    pub last_error_state: AtomicI32,
+    pub last_error: SeqText<256>,
+    /// Mailboxes the worker reclaimed (abandoned, or owned by a process that is gone).
+    pub reclaimed: AtomicU64,
+}
+
+/// Snowflake state shared by every backend (the generator itself is in `seqgen_core`).
+#[repr(C)]
+pub struct SnowflakeShared {
+    pub gen: Generator,
+    /// The worker has resumed the generator above the persisted reservation.
+    pub loaded: AtomicU32,
+    /// A backend wants the reservation extended.
+    pub want: AtomicU32,
+    /// Issuing a timestamp at or above this asks the worker to extend the reservation.
+    pub refresh_at: AtomicI64,
+    /// Last time (ms since the Unix epoch) an ID was issued close to the reservation, so the
+    /// worker keeps extending it while there is traffic.
+    pub active_ms: AtomicI64,
+    /// Incremented by the worker when persisting the reservation failed; `err_code` says why.
+    pub err_seq: AtomicU32,
+    pub err_code: AtomicU32,
+    pub episodes: AtomicU32,
+    pub waits: AtomicU64,
+    pub sequence_waits: AtomicU64,
+    pub borrows: AtomicU64,
+    pub refusals: AtomicU64,
+}
+
+/// A short text with one writer and lock-free readers (seqlock on `version`, odd while being
+/// written).
+#[repr(C)]
+pub struct SeqText<const N: usize> {
+    version: AtomicU64,
+    len: AtomicU32,
+    bytes: [AtomicU8; N],
+}
+
+impl<const N: usize> SeqText<N> {
+    /// Single writer only.
+    pub fn write(&self, text: &str) {
+        let mut len = text.len().min(N);
+        while !text.is_char_boundary(len) {
+            len -= 1;
+        }
+        let v = self.version.load(Ordering::Relaxed);
+        self.version.store(v | 1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        for (cell, b) in self.bytes.iter().zip(&text.as_bytes()[..len]) {
+            cell.store(*b, Ordering::Relaxed);
+        }
+        self.len.store(len as u32, Ordering::Relaxed);
+        self.version.store((v | 1) + 1, Ordering::Release);
+    }
+
+    /// A consistent copy; empty if the writer kept rewriting it (a status read gives up rather
+    /// than spin).
+    pub fn read(&self) -> String {
+        for _ in 0..1000 {
+            let v = self.version.load(Ordering::Acquire);
+            if v & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let len = (self.len.load(Ordering::Relaxed) as usize).min(N);
+            let bytes: Vec<u8> = self.bytes[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect();
+            std::sync::atomic::fence(Ordering::Acquire);
+            if self.version.load(Ordering::Relaxed) == v {
+                return String::from_utf8_lossy(&bytes).into_owned();
+            }
+        }
+        String::new()
+    }
+}
+
+/// Which catalog row a slot serves: the OID of the `seqgen.alloc` table it was read from and
+/// the row's `tag_id` (a sequence value given when the tag is created). A tag that is dropped
+/// and created again, or a catalog dropped with its extension and created again, has another
+/// identity, so nothing cached for the old one can be served for the new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ident {
+    pub rel: u32,
+    pub tag_id: i64,
 }
 
 /// Slot states.
@@ -83,6 +183,8 @@ pub struct TagSlot {
     pub state: AtomicU32,
     name_len: AtomicU32,
     name: UnsafeCell<[u8; NAME_MAX + 1]>,
+    ident_rel: AtomicU32,
+    ident_tag: AtomicI64,
     /// Set by a backend (or the trigger offset) to ask for the next segment.
     pub want: AtomicU32,
     /// Incremented by the worker whenever an allocation for this slot fails; `err_code` says why.
@@ -147,6 +249,16 @@ impl TagSlot {
         let len = self.name_len.load(Ordering::Relaxed) as usize;
         // SAFETY: written only under dir_lock exclusive while the slot is FREE.
         unsafe { &(&*self.name.get())[..len.min(NAME_MAX)] }
+    }
+
+    /// The catalog row this slot serves. Written with the name (dir_lock exclusive, slot FREE).
+    pub fn ident(&self) -> Ident {
+        Ident { rel: self.ident_rel.load(Ordering::Acquire), tag_id: self.ident_tag.load(Ordering::Acquire) }
+    }
+
+    pub fn set_ident(&self, ident: Ident) {
+        self.ident_rel.store(ident.rel, Ordering::Release);
+        self.ident_tag.store(ident.tag_id, Ordering::Release);
     }
 
     /// Caller holds `dir_lock` exclusive and the slot is FREE.
@@ -233,7 +345,7 @@ impl TemplateCell {
     }
 }
 
-/// Mailbox states.
+/// Mailbox states (the low byte of `Mailbox::word`).
 pub const MB_FREE: u32 = 0;
 pub const MB_FILLING: u32 = 1;
 pub const MB_POSTED: u32 = 2;
@@ -246,10 +358,24 @@ pub const REQ_RANGE: u32 = 2;
 pub const REQ_TEMPLATE: u32 = 3;
 
 /// One synchronous request from a backend to the worker.
+///
+/// `word` is `sequence << 8 | state`. The sequence grows every time the mailbox is freed, so
+/// an answer or a reclaim meant for one use of the mailbox can never land on the next one:
+/// every transition is a compare-and-swap on the whole word.
+///
+/// * owner: FREE -> FILLING (claim) -> POSTED (post), then reads the answer and frees it
+///   (DONE -> FREE), or gives up (POSTED -> ABANDONED; DONE or FILLING -> FREE).
+/// * worker: POSTED -> DONE (answer); ABANDONED -> FREE (reclaim); any state but FREE whose
+///   owner process is gone -> FREE (reclaim).
+/// * a backend that exits (even by FATAL, e.g. `pg_terminate_backend` while it waits) gives
+///   up its mailbox in a `before_shmem_exit` callback.
 #[repr(C)]
 pub struct Mailbox {
-    pub state: AtomicU32,
+    pub word: AtomicU64,
+    /// The pid of the process that claimed the mailbox.
+    pub owner: AtomicI32,
     pub kind: AtomicU32,
+    /// For requests about a resolved tag: its slot and the slot's generation.
     pub slot: AtomicU32,
     pub gen: AtomicU64,
     pub n: AtomicI64,
@@ -259,13 +385,45 @@ pub struct Mailbox {
     pub result: AtomicU32,
     pub r_start: AtomicI64,
     pub r_len: AtomicI64,
-    /// 1 when the range's values are to be permuted (an opaque tag).
-    pub r_mode: AtomicU32,
+    /// The segment mode of the range (see `worker::mode`).
+    pub r_mode: AtomicI64,
     detail_len: AtomicU32,
     detail: UnsafeCell<[u8; 256]>,
 }
 
+#[inline]
+pub fn mb_word(seq: u64, state: u32) -> u64 {
+    seq << 8 | state as u64
+}
+
+#[inline]
+pub fn mb_unpack(word: u64) -> (u64, u32) {
+    (word >> 8, (word & 0xff) as u32)
+}
+
 impl Mailbox {
+    /// (sequence, state).
+    pub fn load(&self) -> (u64, u32) {
+        mb_unpack(self.word.load(Ordering::Acquire))
+    }
+
+    /// Move from `(seq, from)` to `(seq, to)`; false if the mailbox is not in that state.
+    pub fn transition(&self, seq: u64, from: u32, to: u32) -> bool {
+        self.word.compare_exchange(mb_word(seq, from), mb_word(seq, to), Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Free the mailbox if it is still in use number `seq` in state `from`.
+    pub fn free(&self, seq: u64, from: u32) -> bool {
+        let ok = self
+            .word
+            .compare_exchange(mb_word(seq, from), mb_word(seq + 1, MB_FREE), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if ok {
+            self.owner.store(0, Ordering::Release);
+        }
+        ok
+    }
+
     /// Owner only, while FILLING.
     pub fn set_name(&self, name: &[u8]) {
         let len = name.len().min(NAME_MAX);

@@ -5,43 +5,23 @@
 //! module puts it in shared memory, reads the real clock, and asks the worker to persist the
 //! reservation ahead of the last issued timestamp.
 
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
-use seqgen_core::snowflake::{Clock, Events, Generator, Layout, NextError, Policy};
+use seqgen_core::snowflake::{Clock, Events, Layout, NextError, Policy};
 
+use crate::directory;
 use crate::error::{OrRaise, Result, SeqgenError};
 use crate::guc;
-use crate::shmem::{self, Header, WorkerStatus};
+use crate::shmem::{self, Header, SnowflakeShared, WorkerStatus};
 use crate::wait::wait_for;
 
 /// Episode flags, so each clock event is logged once rather than per ID.
 const EP_BORROWING: u32 = 1;
 const EP_REFUSING: u32 = 2;
 const EP_WAITING: u32 = 4;
-
-#[repr(C)]
-pub struct SnowflakeShared {
-    pub gen: Generator,
-    /// The worker has resumed the generator above the persisted reservation.
-    pub loaded: AtomicU32,
-    /// A backend wants the reservation extended.
-    pub want: AtomicU32,
-    /// Issuing a timestamp at or above this asks the worker to extend the reservation.
-    pub refresh_at: AtomicI64,
-    /// Last time (ms since the Unix epoch) an ID was issued close to the reservation, so the
-    /// worker keeps extending it while there is traffic.
-    pub active_ms: AtomicI64,
-    /// Incremented by the worker when persisting the reservation failed.
-    pub err_seq: AtomicU32,
-    pub episodes: AtomicU32,
-    pub waits: AtomicU64,
-    pub sequence_waits: AtomicU64,
-    pub borrows: AtomicU64,
-    pub refusals: AtomicU64,
-}
 
 /// The layout, fixed at server start (the settings are postmaster-level).
 pub fn layout() -> &'static Layout {
@@ -189,12 +169,11 @@ fn wait_for_reservation(h: &'static Header, ts: i64) -> Result<()> {
             return Some(Ok(()));
         }
         if sf.err_seq.load(Ordering::Acquire) != err_before {
-            return Some(Err(SeqgenError::CatalogMissing(guc::database_name())));
+            let c = sf.err_code.load(Ordering::Acquire);
+            return Some(Err(directory::slot_failure(h, c, "snowflake reservation")));
         }
-        if h.worker_status() != WorkerStatus::Running && sf.loaded.load(Ordering::Acquire) == 0 {
-            // give a starting worker a moment, as the segment path does
-            return None;
-        }
+        // a worker that is not running may be starting (or restarting): wait for it until
+        // the timeout, as the segment path does
         None
     });
     match outcome {
@@ -255,9 +234,52 @@ pub fn resume(h: &Header, high_water_id: i64) {
     sf.loaded.store(1, Ordering::Release);
 }
 
-/// Worker side: persisting failed.
-pub fn report_failure(h: &Header) {
+/// Worker side: persisting failed, for the reason `c` (a `directory::code`).
+pub fn report_failure(h: &Header, c: u32) {
+    h.snowflake.err_code.store(c, Ordering::Release);
     h.snowflake.err_seq.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Raise the snowflake generator at once so that every later ID is above `min_id`, e.g. after
+/// an asynchronous failover to a standby that may have missed the old primary's last
+/// reservation. The next ID waits for the worker to persist a reservation above it, so the
+/// raise also survives a restart. Returns the generator's new floor as an ID. Never lowers it.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_snowflake_advance(min_id: i64) -> i64 {
+    advance(min_id).or_raise()
+}
+
+fn advance(min_id: i64) -> Result<i64> {
+    if min_id < 0 {
+        return Err(SeqgenError::InvalidArgument(format!("min_id must not be negative, got {min_id}")));
+    }
+    let h = directory::ready_header()?;
+    let sf = &h.snowflake;
+    let layout = layout();
+    if layout.decode(min_id).is_none() {
+        return Err(SeqgenError::InvalidArgument(format!("{min_id} is not a snowflake ID of this layout")));
+    }
+    // the generator must have resumed above the persisted reservation first (else a later
+    // resume could not tell the two apart)
+    wait_loaded(h)?;
+    sf.gen.raise_above(min_id, layout);
+    // the next ID asks for a reservation above the new floor
+    sf.refresh_at.store(i64::MIN, Ordering::Release);
+    let (last_ts, last_seq) = sf.gen.last(layout);
+    Ok(layout.compose(last_ts, last_seq))
+}
+
+/// Wait until the worker has resumed the generator above the persisted reservation.
+fn wait_loaded(h: &'static Header) -> Result<()> {
+    let sf = &h.snowflake;
+    if sf.loaded.load(Ordering::Acquire) != 0 {
+        return Ok(());
+    }
+    sf.want.store(1, Ordering::Release);
+    h.ring();
+    let timeout = guc::ALLOCATION_TIMEOUT.get();
+    wait_for(h, timeout, || (sf.loaded.load(Ordering::Acquire) != 0).then_some(()))
+        .ok_or(SeqgenError::Timeout { tag: "snowflake reservation".into(), ms: timeout })
 }
 
 #[pg_extern(stable, parallel_safe)]

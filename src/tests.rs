@@ -487,7 +487,7 @@ mod tests {
             );
         }
         // the counter block is committed in the catalog
-        assert!(one("SELECT period_max FROM seqgen.template WHERE biz_tag = 't_order'") >= 250);
+        assert!(one("SELECT period_max FROM seqgen.order_counter WHERE biz_tag = 't_order' AND unit = 'day'") >= 250);
     }
 
     #[pg_test]
@@ -496,9 +496,30 @@ mod tests {
         autonomous("SELECT seqgen_set_template('t_plain', '{tag}-{node:3}-{seq:6}')");
         assert_eq!(text("SELECT seqgen_order_no('t_plain')"), "t_plain-000-000001");
         assert_eq!(text("SELECT seqgen_order_no('t_plain')"), "t_plain-000-000002");
-        // a new template takes effect once committed; the counter continues
+        // a new template takes effect once committed; the counter of its unit continues above
+        // everything reserved (the rest of the old template's cached block is skipped)
         autonomous("SELECT seqgen_set_template('t_plain', 'QJ{seq:6}')");
-        assert_eq!(text("SELECT seqgen_order_no('t_plain')"), "QJ000003");
+        let next = text("SELECT seqgen_order_no('t_plain')");
+        assert!(next.starts_with("QJ") && next[2..].parse::<i64>().unwrap() > 2, "{next}");
+        let reserved = one("SELECT period_max FROM seqgen.order_counter WHERE biz_tag = 't_plain' AND unit = 'none'");
+        assert!(next[2..].parse::<i64>().unwrap() <= reserved);
+    }
+
+    #[pg_test]
+    fn templates_that_repeat_are_refused_unless_allowed() {
+        autonomous("SELECT seqgen_create('t_rep')");
+        for tpl in ["{dd}-{seq:4}", "{HH}{seq:4}", "{MM}{dd}{seq:4}"] {
+            assert_eq!(
+                sqlstate(&format!("SELECT seqgen_set_template('t_rep', '{tpl}')")),
+                Some(ERRCODE_INVALID_PARAMETER_VALUE),
+                "{tpl}"
+            );
+        }
+        assert_eq!(one("SELECT count(*) FROM seqgen.template WHERE biz_tag = 't_rep'"), 0, "a refusal changed nothing");
+        assert_eq!(sqlstate("SELECT seqgen_set_template('t_rep', '{dd}-{seq:4}', 'UTC', true)"), None);
+        assert_eq!(text("SELECT seqgen_template_unit('{dd}-{seq:4}')"), "day");
+        assert_eq!(text("SELECT seqgen_template_unit('QJ{seq:4}')"), "none");
+        assert_eq!(text("SELECT seqgen_template_unit('{yyyy}{MM}{seq:4}')"), "month");
     }
 
     #[pg_test]
@@ -586,7 +607,10 @@ mod tests {
         let got: Vec<String> = (0..9).map(|_| text("SELECT seqgen_order_no('t_overflow')")).collect();
         assert_eq!(got, (1..=9).map(|i| format!("X{i}")).collect::<Vec<_>>());
         assert_eq!(sqlstate("SELECT seqgen_order_no('t_overflow')"), Some(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED));
-        assert_eq!(one("SELECT period_max FROM seqgen.template WHERE biz_tag = 't_overflow'"), 9);
+        assert_eq!(
+            one("SELECT period_max FROM seqgen.order_counter WHERE biz_tag = 't_overflow' AND unit = 'none'"),
+            9
+        );
     }
 
     #[pg_test]
@@ -594,12 +618,57 @@ mod tests {
         autonomous("SELECT seqgen_create('t_tpl_guard')");
         autonomous("SELECT seqgen_set_template('t_tpl_guard', '{yyyy}{seq:4}')");
         text("SELECT seqgen_order_no('t_tpl_guard')");
-        refused("UPDATE seqgen.template SET period_max = 0 WHERE biz_tag = 't_tpl_guard'", ERRCODE_CHECK_VIOLATION);
         refused(
-            "UPDATE seqgen.template SET period_key = period_key - 1 WHERE biz_tag = 't_tpl_guard'",
+            "UPDATE seqgen.order_counter SET period_max = 0 WHERE biz_tag = 't_tpl_guard'",
             ERRCODE_CHECK_VIOLATION,
         );
+        refused(
+            "UPDATE seqgen.order_counter SET period_key = period_key - 1 WHERE biz_tag = 't_tpl_guard'",
+            ERRCODE_CHECK_VIOLATION,
+        );
+        refused(
+            "UPDATE seqgen.order_counter SET unit = 'day' WHERE biz_tag = 't_tpl_guard'",
+            ERRCODE_FEATURE_NOT_SUPPORTED,
+        );
+        refused("DELETE FROM seqgen.order_counter WHERE biz_tag = 't_tpl_guard'", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused("DELETE FROM seqgen.template WHERE biz_tag = 't_tpl_guard'", ERRCODE_FEATURE_NOT_SUPPORTED);
         refused("TRUNCATE seqgen.template", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused("TRUNCATE seqgen.order_counter", ERRCODE_FEATURE_NOT_SUPPORTED);
+        // under the replica role too (the guards are ENABLE ALWAYS)
+        Spi::run("SET LOCAL session_replication_role = replica").unwrap();
+        refused("DELETE FROM seqgen.template WHERE biz_tag = 't_tpl_guard'", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused("UPDATE seqgen.alloc SET max_id = -1 WHERE biz_tag = 't_tpl_guard'", ERRCODE_CHECK_VIOLATION);
+        Spi::run("SET LOCAL session_replication_role = origin").unwrap();
+        // dropping the tag takes its template and counters with it
+        autonomous("SELECT seqgen_drop('t_tpl_guard')");
+        assert_eq!(one("SELECT count(*) FROM seqgen.order_counter WHERE biz_tag = 't_tpl_guard'"), 0);
+    }
+
+    #[pg_test]
+    fn worker_health_is_visible() {
+        let running = Spi::get_one::<bool>("SELECT running FROM seqgen_worker_status()").unwrap();
+        assert_eq!(running, Some(true));
+        let pid = Spi::get_one::<i32>("SELECT pid FROM seqgen_worker_status()").unwrap().unwrap_or(0);
+        let backend =
+            Spi::get_one::<String>(&format!("SELECT backend_type FROM pg_stat_activity WHERE pid = {pid}")).unwrap();
+        assert_eq!(backend.as_deref(), Some("pg_seqgen allocator"));
+        assert!(one("SELECT mailboxes_in_use FROM seqgen_worker_status()") >= 0);
+    }
+
+    #[pg_test]
+    fn snowflake_advance_raises_at_once_and_never_lowers() {
+        let before = one("SELECT seqgen_snowflake()");
+        // a few milliseconds ahead (borrowed time, within seqgen.snowflake_max_borrow; small,
+        // as the other tests share the generator)
+        let target = one("SELECT seqgen_snowflake() + (2::int8 << 22)");
+        let floor = one(&format!("SELECT seqgen_snowflake_advance({target})"));
+        assert!(floor >= target, "{floor} < {target}");
+        let next = one("SELECT seqgen_snowflake()");
+        assert!(next > target, "{next} <= {target} after the advance");
+        // lower values change nothing
+        let again = one(&format!("SELECT seqgen_snowflake_advance({before})"));
+        assert!(again >= next);
+        assert_eq!(sqlstate("SELECT seqgen_snowflake_advance(-1)"), Some(ERRCODE_INVALID_PARAMETER_VALUE));
     }
 
     #[pg_test]

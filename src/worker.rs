@@ -1,34 +1,46 @@
 //! The allocation worker.
 //!
 //! Protocol: a backend posts a request (a mailbox, or a slot's `want` flag) and sets the
-//! worker's latch. The worker wakes, gathers every pending request, and serves them all in
-//! one transaction of its own: per tag one `SELECT ... FOR UPDATE SKIP LOCKED` and one
-//! `UPDATE`, with SPI arguments. It commits with `synchronous_commit = on`, and only after the
-//! commit returns does it publish the reserved segments to shared memory, answer mailboxes and
-//! broadcast the condition variable the backends sleep on. A segment is therefore durable
-//! (and, with a synchronous standby, replicated) before any of its values is handed out, and
-//! nothing a caller's transaction does (commit or rollback) can give it back.
+//! worker's latch. The worker wakes, reclaims abandoned mailboxes, gathers every pending
+//! request, and serves them all in one transaction of its own, each job in a subtransaction
+//! of its own: a job that fails (a lock it may not wait for, a bad catalog row) is rolled back
+//! alone and its callers get its error, while the other jobs go on. Rows are read with
+//! `FOR NO KEY UPDATE SKIP LOCKED`; every other lock wait is cut short by `lock_timeout`
+//! (`seqgen.worker_lock_timeout`); the transaction is READ COMMITTED and read-write whatever
+//! the server defaults say. It commits with `synchronous_commit = on`, and only after the
+//! commit returns, and only if no cancel or terminate signal arrived meanwhile (a cancelled
+//! synchronous-replication wait leaves a commit that is local only), does it publish the
+//! reserved segments to shared memory, answer mailboxes and broadcast the condition variable
+//! the backends sleep on. A segment is therefore durable (and, with a synchronous standby,
+//! replicated) before any of its values is handed out, and nothing a caller's transaction does
+//! (commit or rollback) can give it back.
 //!
-//! The worker never blocks on a row lock (SKIP LOCKED): a tag whose row is locked by a user's
-//! transaction is retried every few milliseconds while other tags are served.
+//! Every slot job names the catalog row the slot serves (its identity: table OID and tag_id);
+//! a reservation from any other row is refused, and the slot retired. Once a second the
+//! worker also checks every loaded slot against the catalog.
+//!
+//! Signals: SIGTERM ends the worker at the next interrupt check, even while it waits for a
+//! lock or for a synchronous standby (the postmaster restarts it after a second); SIGINT
+//! cancels what it is doing (the jobs fail and are asked again); SIGHUP reloads the settings.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder};
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
 use seqgen_core::adaptive::Reservation;
 use seqgen_core::opaque::Key;
 use seqgen_core::segment::{trigger_offset, Segment};
 use seqgen_core::template::{self, Template, Tz};
 
-use crate::catalog::{self, OrderReserve, Reserve};
-use crate::directory::code;
+use crate::catalog::{self, CatalogState, OrderReserve, Reserve, TemplateRead};
+use crate::directory::{code, retire_slot};
 use crate::guc;
-use crate::shmem::{self, Header, Mailbox, TagSlot, WorkerStatus};
+use crate::shmem::{self, Header, Ident, Mailbox, TagSlot, WorkerStatus};
 use crate::snowflake::{self, SnowflakeJob};
 
 pub fn register() {
@@ -41,10 +53,43 @@ pub fn register() {
         .load();
 }
 
+/// A cancel or terminate signal arrived since the current transaction started.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_sigint(signo: std::ffi::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    unsafe { pg_sys::StatementCancelHandler(signo) };
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    unsafe { pg_sys::die(signo) };
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_sighup(_signo: std::ffi::c_int) {
+    unsafe {
+        pg_sys::ConfigReloadPending = 1;
+        pg_sys::SetLatch(pg_sys::MyLatch);
+    }
+}
+
+unsafe fn set_signal(signo: u32, f: unsafe extern "C-unwind" fn(std::ffi::c_int)) {
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        pg_sys::pqsignal(signo as i32, Some(f));
+        #[cfg(feature = "pg18")]
+        pg_sys::pqsignal_be(signo as i32, Some(f));
+    }
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn on_exit(_code: i32, _arg: pg_sys::Datum) {
     if let Some(h) = shmem::header() {
         h.worker_latch.store(std::ptr::null_mut(), Ordering::Release);
+        h.worker_pid.store(0, Ordering::Release);
         h.worker_status.store(WorkerStatus::Stopped as u32, Ordering::Release);
         h.broadcast();
     }
@@ -53,7 +98,12 @@ unsafe extern "C-unwind" fn on_exit(_code: i32, _arg: pg_sys::Datum) {
 #[pg_guard]
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn pg_seqgen_worker_main(_arg: pg_sys::Datum) {
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    unsafe {
+        set_signal(pg_sys::SIGHUP, on_sighup);
+        set_signal(pg_sys::SIGTERM, on_sigterm);
+        set_signal(pg_sys::SIGINT, on_sigint);
+        pg_sys::BackgroundWorkerUnblockSignals();
+    }
     let Some(h) = shmem::header() else {
         log!("pg_seqgen allocator: shared memory is not initialised; exiting");
         return;
@@ -61,34 +111,52 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::connect_worker_to_spi(Some(&guc::database_name()), None);
     unsafe {
         // Durable before use: the worker's commits always wait for the WAL flush (and for a
-        // synchronous standby, when one is configured), whatever the server default.
+        // synchronous standby, when one is configured), whatever the server default. Its
+        // transactions are READ COMMITTED and read-write, and never wait long for a lock.
         set_option(c"synchronous_commit", c"on");
         set_option(c"search_path", c"pg_catalog, pg_temp");
+        set_option(c"default_transaction_isolation", c"read committed");
+        set_option(c"default_transaction_read_only", c"off");
+        set_option(c"statement_timeout", c"0");
+        apply_lock_timeout();
         pg_sys::before_shmem_exit(Some(on_exit), pg_sys::Datum::from(0));
         h.served_db.store(pg_sys::MyDatabaseId.to_u32(), Ordering::Release);
         h.worker_pid.store(pg_sys::MyProcPid, Ordering::Release);
         h.worker_latch.store(pg_sys::MyLatch, Ordering::Release);
     }
+    h.health.started_ms.store(shmem::now_ms(), Ordering::Release);
     h.worker_status.store(WorkerStatus::Running as u32, Ordering::Release);
     log!("pg_seqgen allocator started, serving database \"{}\"", guc::database_name());
     h.broadcast();
 
-    let mut w = Worker { last_periodic_ms: 0, templates: HashMap::new(), retry_soon: false, plans: None };
+    let mut w = Worker { last_periodic_ms: 0, templates: HashMap::new(), retry_soon: false, plans: None, catalog: 0 };
     loop {
-        w.cycle(h);
-        h.broadcast();
-        let timeout = if w.retry_soon { Duration::from_millis(5) } else { Duration::from_millis(1000) };
-        if !BackgroundWorker::wait_latch(Some(timeout)) {
-            break;
+        unsafe {
+            // a cancel that arrives while nothing runs cancels nothing
+            pg_sys::QueryCancelPending = 0;
         }
-        if BackgroundWorker::sighup_received() {
-            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        pgrx::check_for_interrupts!();
+        if unsafe { pg_sys::ConfigReloadPending } != 0 {
+            unsafe {
+                pg_sys::ConfigReloadPending = 0;
+                pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP);
+                apply_lock_timeout();
+            }
+        }
+        w.cycle(h);
+        h.health.last_cycle_ms.store(shmem::now_ms(), Ordering::Release);
+        h.broadcast();
+        let timeout = if w.retry_soon { 5 } else { 1000 };
+        unsafe {
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                timeout,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
         }
     }
-    log!("pg_seqgen allocator shutting down");
-    // Exit code 1: the postmaster restarts the worker (after 1 s) unless the server itself is
-    // shutting down. Exit code 0 would unregister it for good, e.g. after pg_terminate_backend.
-    unsafe { pg_sys::proc_exit(1) }
 }
 
 unsafe fn set_option(name: &std::ffi::CStr, value: &std::ffi::CStr) {
@@ -102,96 +170,237 @@ unsafe fn set_option(name: &std::ffi::CStr, value: &std::ffi::CStr) {
     }
 }
 
+unsafe fn apply_lock_timeout() {
+    let ms = std::ffi::CString::new(guc::WORKER_LOCK_TIMEOUT.get().to_string()).expect("digits");
+    unsafe { set_option(c"lock_timeout", &ms) };
+}
+
 /// One unit of work gathered from shared memory.
 enum Job {
-    /// Load a tag into a free slot (mailbox index, tag).
-    Load { mb: usize, tag: String },
-    /// Reserve a dedicated range (mailbox index, tag, size).
-    Range { mb: usize, tag: String, n: i64 },
+    /// Load a tag into a slot (mailbox index and use, tag).
+    Load { mb: usize, seq: u64, tag: String },
+    /// Reserve a dedicated range of `n` values for the tag of a slot.
+    Range { mb: usize, seq: u64, slot: SlotRef, n: i64 },
+    /// Read the template of a slot's tag into the slot.
+    Template { mb: usize, seq: u64, slot: SlotRef },
     /// Reserve the next segment of an active slot. `asked`: a caller is waiting for it.
-    Prefetch { slot: usize, gen: u64, tag: String, asked: bool },
+    Prefetch { slot: SlotRef, asked: bool },
+    /// Reserve the next order-number counter block of a slot (whose template is `text`), for
+    /// period `want` or later.
+    Order { slot: SlotRef, text: String, want: i64, asked: bool },
     /// Load or extend the snowflake reservation; `ts` is the reservation to persist.
     Snowflake { job: SnowflakeJob, ts: i64 },
-    /// Read a tag's template into its slot (mailbox index, tag).
-    Template { mb: usize, tag: String },
-    /// Reserve the next order-number counter block of a slot, for period `want` or later.
-    Order { slot: usize, gen: u64, tag: String, want: i64, asked: bool },
+    /// Check that every loaded slot still serves its catalog row.
+    Verify { slots: Vec<SlotRef> },
+}
+
+/// A slot as the job saw it: a job's result is applied only if the slot still has this
+/// generation, and a reservation only comes from the row with this identity.
+#[derive(Clone)]
+struct SlotRef {
+    idx: usize,
+    gen: u64,
+    ident: Ident,
+    tag: String,
+}
+
+impl SlotRef {
+    /// The slot's current tag, generation and identity, read consistently (the identity only
+    /// changes together with the generation, under the directory lock).
+    fn of(idx: usize, s: &TagSlot) -> Option<SlotRef> {
+        let gen = s.gen.load(Ordering::Acquire);
+        let tag = String::from_utf8_lossy(s.name()).into_owned();
+        let ident = s.ident();
+        (s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.gen.load(Ordering::Acquire) == gen)
+            .then_some(SlotRef { idx, gen, ident, tag })
+    }
+
+    /// For a mailbox request about a resolved slot: the slot if it still has the generation
+    /// the caller resolved.
+    fn of_request(h: &'static Header, mb: &Mailbox) -> Option<SlotRef> {
+        let idx = mb.slot.load(Ordering::Relaxed) as usize;
+        let s = shmem::all_slots(h).get(idx)?;
+        SlotRef::of(idx, s).filter(|r| r.gen == mb.gen.load(Ordering::Relaxed))
+    }
+}
+
+/// A failed job: its SQLSTATE and message. `locked`: it failed on a lock (lock_timeout), and
+/// is tried again while someone waits for it.
+struct JobError {
+    locked: bool,
+    state: i32,
+    msg: String,
+}
+
+impl JobError {
+    fn from_caught(e: &CaughtError) -> JobError {
+        let r = match e {
+            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r,
+            CaughtError::RustPanic { ereport, .. } => ereport,
+        };
+        let code = r.sql_error_code();
+        JobError {
+            locked: code == pg_sys::errcodes::PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            state: code as i32,
+            msg: r.message().to_string(),
+        }
+    }
 }
 
 struct Worker {
     last_periodic_ms: i64,
-    /// Parsed templates of the slots (slot index -> template version, template, zone).
-    templates: HashMap<usize, (u64, Template, Tz)>,
-    /// Prepared once the catalog exists; dropped after an error and prepared again.
+    /// Parsed templates of the slots (slot index -> template version, text, template, zone).
+    templates: HashMap<usize, (u64, String, Template, Tz)>,
+    /// Prepared once the catalog exists; dropped when it goes away.
     plans: Option<catalog::Plans>,
-    /// Some tag's row was locked: come back in a few milliseconds.
+    /// The catalog OID the plans were prepared for.
+    catalog: u32,
+    /// Some job failed on a lock while a caller waits: come back in a few milliseconds.
     retry_soon: bool,
+}
+
+enum Outcome {
+    Reserved(Reserve),
+    /// Snowflake: the persisted high-water ID was read (Load) or written (Extend); `None`:
+    /// the row was locked.
+    Snowflake(Option<i64>),
+    /// Loads: the tag exists, with this configured step and identity.
+    Loaded(i64, Ident),
+    Template(TemplateRead),
+    Order(OrderReserve),
+    /// Verify: the slots that no longer serve their row.
+    Stale(Vec<usize>),
+    CatalogMissing,
+    NeedsUpdate(String),
+    Failed(JobError),
 }
 
 impl Worker {
     fn cycle(&mut self, h: &'static Header) {
         let now = shmem::now_ms();
         let periodic = now - self.last_periodic_ms >= 1000;
+        reclaim_mailboxes(h, periodic);
         let mut jobs = gather(h, now, periodic);
         jobs.extend(self.gather_orders(h, now));
-        if jobs.is_empty() && !periodic {
-            return;
-        }
         if periodic {
             self.last_periodic_ms = now;
             update_rates(h, now);
+            let slots: Vec<SlotRef> =
+                shmem::slots(h).iter().enumerate().filter_map(|(i, s)| SlotRef::of(i, s)).collect();
+            if !slots.is_empty() {
+                jobs.push(Job::Verify { slots });
+            }
+        }
+        if jobs.is_empty() && !periodic {
+            return;
         }
         let policy = guc::step_policy();
-        let slots = shmem::slots(h);
-        // Check the catalog is there once a second, or when we have no plans yet.
-        let check_catalog = self.plans.is_none() || self.last_periodic_ms == now;
-        let mut plans = self.plans.take();
+        let check_catalog = self.plans.is_none() || periodic;
+        INTERRUPTED.store(false, Ordering::SeqCst);
         let result = in_transaction(std::panic::AssertUnwindSafe(|| {
-            Spi::connect_mut(|client| {
-                let oid = if check_catalog {
-                    catalog::catalog_oid(client)?
-                } else {
-                    Some(h.catalog_oid.load(Ordering::Acquire))
-                };
-                if oid.is_none() {
-                    plans = None;
-                } else if plans.is_none() {
-                    plans = Some(catalog::Plans::prepare(client)?);
-                }
-                let outcomes = run_jobs(client, plans.as_ref(), &jobs, slots, &policy)?;
-                Ok::<_, pgrx::spi::Error>((oid, outcomes))
-            })
-        }));
-        self.retry_soon = false;
-        match result {
-            Ok(Ok((oid, outcomes))) => {
-                self.plans = plans;
-                note_catalog(h, oid);
-                for (job, outcome) in jobs.iter().zip(outcomes) {
-                    // a locked row is tried again soon only while a caller waits for it (the
-                    // caller asks again each time it wakes, and stops when it gives up)
-                    let locked =
-                        matches!(outcome, Outcome::Reserved(Reserve::Locked) | Outcome::Order(OrderReserve::Locked));
-                    let asked = matches!(
-                        job,
-                        Job::Prefetch { asked: true, .. }
-                            | Job::Order { asked: true, .. }
-                            | Job::Load { .. }
-                            | Job::Range { .. }
-                    );
-                    if locked && asked {
-                        self.retry_soon = true;
+            let mut missing = None;
+            if check_catalog {
+                match in_subtransaction(|c| catalog::catalog_state(c)) {
+                    Ok(CatalogState::Ready(oid)) => {
+                        if self.plans.is_none() || self.catalog != oid {
+                            self.plans = None;
+                            match in_subtransaction(|c| catalog::Plans::prepare(c)) {
+                                Ok(p) => {
+                                    self.plans = Some(p);
+                                    self.catalog = oid;
+                                }
+                                Err(e) => missing = Some(Outcome::Failed(e)),
+                            }
+                        }
                     }
-                    finish(h, job, outcome, now);
+                    Ok(CatalogState::Missing) => {
+                        self.plans = None;
+                        self.catalog = 0;
+                        missing = Some(Outcome::CatalogMissing);
+                    }
+                    Ok(CatalogState::OtherVersion(v)) => {
+                        self.plans = None;
+                        self.catalog = 0;
+                        missing = Some(Outcome::NeedsUpdate(v));
+                    }
+                    Err(e) => missing = Some(Outcome::Failed(e)),
                 }
             }
-            Ok(Err(e)) => fail_all(h, &jobs, &e.to_string()),
-            Err(msg) => fail_all(h, &jobs, &msg),
+            let slots = shmem::all_slots(h);
+            let out: Vec<Outcome> = jobs
+                .iter()
+                .map(|job| match (&self.plans, &missing) {
+                    (Some(plans), None) => match in_subtransaction(|c| run_job(c, plans, job, slots, &policy)) {
+                        Ok(o) => o,
+                        Err(e) => Outcome::Failed(e),
+                    },
+                    (_, Some(Outcome::CatalogMissing)) | (None, None) => Outcome::CatalogMissing,
+                    (_, Some(Outcome::NeedsUpdate(v))) => Outcome::NeedsUpdate(v.clone()),
+                    (_, Some(Outcome::Failed(e))) => {
+                        Outcome::Failed(JobError { locked: e.locked, state: e.state, msg: e.msg.clone() })
+                    }
+                    (_, Some(_)) => Outcome::CatalogMissing,
+                })
+                .collect();
+            out
+        }));
+        self.retry_soon = false;
+        let outcomes = match result {
+            Ok(o) => o,
+            Err(e) => {
+                // the commit itself failed: nothing was reserved
+                jobs.iter()
+                    .map(|_| Outcome::Failed(JobError { locked: e.locked, state: e.state, msg: e.msg.clone() }))
+                    .collect()
+            }
+        };
+        if INTERRUPTED.load(Ordering::SeqCst) || unsafe { pg_sys::ProcDiePending } != 0 {
+            // A cancel or terminate signal arrived during the transaction. If it cut short a
+            // synchronous-replication wait, the commit is local only: a standby promoted now
+            // would not know these reservations. Publish nothing (the reserved values become
+            // a gap) and serve the requests again in the next cycle.
+            note_error(h, 0, "interrupted while committing; the reservations of this cycle are skipped");
+            requeue(h, &jobs);
+            self.retry_soon = true;
+            return;
+        }
+        if outcomes.iter().any(|o| matches!(o, Outcome::CatalogMissing)) {
+            note_catalog(h, None);
+        } else if self.plans.is_some() {
+            note_catalog(h, Some(self.catalog));
+        }
+        for (job, outcome) in jobs.iter().zip(outcomes) {
+            // a locked row is tried again soon only while a caller waits for it (the caller
+            // asks again each time it wakes, and stops when it gives up)
+            let locked = matches!(
+                outcome,
+                Outcome::Reserved(Reserve::Locked)
+                    | Outcome::Order(OrderReserve::Locked)
+                    | Outcome::Snowflake(None)
+                    | Outcome::Failed(JobError { locked: true, .. })
+            );
+            let asked = matches!(
+                job,
+                Job::Prefetch { asked: true, .. }
+                    | Job::Order { asked: true, .. }
+                    | Job::Load { .. }
+                    | Job::Range { .. }
+                    | Job::Template { .. }
+                    | Job::Snowflake { .. }
+            );
+            if locked && asked {
+                self.retry_soon = true;
+            }
+            if let Outcome::Failed(e) = &outcome {
+                if !e.locked {
+                    warning!("pg_seqgen allocator: {}: {}", job_name(job), e.msg);
+                }
+                note_error(h, e.state, &format!("{}: {}", job_name(job), e.msg));
+            }
+            finish(h, job, outcome, now);
         }
     }
-}
 
-impl Worker {
     /// Order-number blocks to reserve: asked for by a caller, past the prefetch threshold, or
     /// (when the current block is less than half used) the next period's first block shortly
     /// before the period starts, so its first number need not wait.
@@ -207,7 +416,7 @@ impl Worker {
             if s.ord.has_next() {
                 continue;
             }
-            let Some((template, tz)) = self.template_of(i, s) else { continue };
+            let Some((text, template, tz)) = self.template_of(i, s) else { continue };
             let span = template.locate(tz, now);
             let snap = s.ord.snapshot();
             let current = snap.current.map(|c| c.period).unwrap_or(i64::MIN);
@@ -227,25 +436,18 @@ impl Worker {
             } else {
                 None
             };
-            if let Some(want) = job_want {
-                let gen = s.gen.load(Ordering::Acquire);
-                jobs.push(Job::Order {
-                    slot: i,
-                    gen,
-                    tag: String::from_utf8_lossy(s.name()).into_owned(),
-                    want,
-                    asked,
-                });
+            if let (Some(want), Some(slot)) = (job_want, SlotRef::of(i, s)) {
+                jobs.push(Job::Order { slot, text, want, asked });
             }
         }
         jobs
     }
 
-    fn template_of(&mut self, idx: usize, s: &TagSlot) -> Option<(Template, Tz)> {
+    fn template_of(&mut self, idx: usize, s: &TagSlot) -> Option<(String, Template, Tz)> {
         let version = s.tpl.version.load(Ordering::Acquire);
-        if let Some((v, t, z)) = self.templates.get(&idx) {
+        if let Some((v, text, t, z)) = self.templates.get(&idx) {
             if *v == version {
-                return Some((t.clone(), *z));
+                return Some((text.clone(), t.clone(), *z));
             }
         }
         let (version, state, text, zone) = s.tpl.read();
@@ -254,8 +456,48 @@ impl Worker {
         }
         let t = template::parse(&text).ok()?;
         let z = template::parse_time_zone(&zone).ok()?;
-        self.templates.insert(idx, (version, t.clone(), z));
-        Some((t, z))
+        self.templates.insert(idx, (version, text.clone(), t.clone(), z));
+        Some((text, t, z))
+    }
+}
+
+fn job_name(job: &Job) -> String {
+    match job {
+        Job::Load { tag, .. } => format!("loading tag \"{tag}\""),
+        Job::Range { slot, .. } => format!("reserving a range of tag \"{}\"", slot.tag),
+        Job::Template { slot, .. } => format!("reading the template of tag \"{}\"", slot.tag),
+        Job::Prefetch { slot, .. } => format!("reserving a segment of tag \"{}\"", slot.tag),
+        Job::Order { slot, .. } => format!("reserving order numbers of tag \"{}\"", slot.tag),
+        Job::Snowflake { .. } => "persisting the snowflake reservation".into(),
+        Job::Verify { .. } => "checking loaded tags against the catalog".into(),
+    }
+}
+
+/// Record a failure in the health view.
+fn note_error(h: &Header, state: i32, msg: &str) {
+    let hl = &h.health;
+    hl.errors.fetch_add(1, Ordering::Relaxed);
+    hl.last_error.write(msg);
+    hl.last_error_state.store(state, Ordering::Release);
+    hl.last_error_ms.store(shmem::now_ms(), Ordering::Release);
+}
+
+/// Free abandoned mailboxes, and (once a second) mailboxes whose owner process is gone.
+fn reclaim_mailboxes(h: &'static Header, check_owners: bool) {
+    for mb in &h.mailboxes {
+        let (seq, state) = mb.load();
+        let reclaim = match state {
+            shmem::MB_FREE => false,
+            shmem::MB_ABANDONED => mb.free(seq, state),
+            _ if check_owners => {
+                let owner = mb.owner.load(Ordering::Acquire);
+                owner != 0 && unsafe { pg_sys::BackendPidGetProc(owner) }.is_null() && mb.free(seq, state)
+            }
+            _ => false,
+        };
+        if reclaim {
+            h.health.reclaimed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -265,15 +507,19 @@ fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
         jobs.push(Job::Snowflake { job, ts: snowflake::next_reservation(h, now) });
     }
     for (i, mb) in h.mailboxes.iter().enumerate() {
-        if mb.state.load(Ordering::Acquire) != shmem::MB_POSTED {
+        let (seq, state) = mb.load();
+        if state != shmem::MB_POSTED {
             continue;
         }
         let tag = String::from_utf8_lossy(&mb.name()).into_owned();
         match mb.kind.load(Ordering::Relaxed) {
-            shmem::REQ_LOAD => jobs.push(Job::Load { mb: i, tag }),
-            shmem::REQ_TEMPLATE => jobs.push(Job::Template { mb: i, tag }),
-            shmem::REQ_RANGE => jobs.push(Job::Range { mb: i, tag, n: mb.n.load(Ordering::Relaxed) }),
-            _ => answer(mb, code::INTERNAL, 0, 0, "unknown request kind"),
+            shmem::REQ_LOAD => jobs.push(Job::Load { mb: i, seq, tag }),
+            kind @ (shmem::REQ_TEMPLATE | shmem::REQ_RANGE) => match SlotRef::of_request(h, mb) {
+                Some(slot) if kind == shmem::REQ_TEMPLATE => jobs.push(Job::Template { mb: i, seq, slot }),
+                Some(slot) => jobs.push(Job::Range { mb: i, seq, slot, n: mb.n.load(Ordering::Relaxed) }),
+                None => answer(mb, seq, code::STALE, 0, 0, ""),
+            },
+            _ => answer(mb, seq, code::INTERNAL, 0, 0, "unknown request kind"),
         }
     }
     for (i, s) in shmem::slots(h).iter().enumerate() {
@@ -289,99 +535,79 @@ fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
         // A tag that failed for good (bigint exhausted) is retried only when a caller asks.
         let failed = s.err_code.load(Ordering::Relaxed) == code::EXHAUSTED;
         if asked || (!failed && s.seg.wants_next()) {
-            let gen = s.gen.load(Ordering::Acquire);
-            jobs.push(Job::Prefetch { slot: i, gen, tag: String::from_utf8_lossy(s.name()).into_owned(), asked });
+            if let Some(slot) = SlotRef::of(i, s) {
+                jobs.push(Job::Prefetch { slot, asked });
+            }
         }
     }
     jobs
 }
 
-enum Outcome {
-    Reserved(Reserve),
-    /// Snowflake: the persisted high-water ID was read (Load) or written (Extend).
-    Snowflake(i64),
-    /// Loads: the tag exists, with this configured step.
-    Loaded(i64),
-    /// A tag's template and zone (None: no template).
-    Template(Option<(String, String, Option<Key>)>),
-    Order(OrderReserve),
-    /// Loads only: the tag already has a slot.
-    AlreadyLoaded,
-    NoFreeSlot,
-    CatalogMissing,
+/// The jobs of an interrupted cycle are asked for again.
+fn requeue(h: &'static Header, jobs: &[Job]) {
+    let slots = shmem::all_slots(h);
+    for job in jobs {
+        match job {
+            Job::Prefetch { slot, .. } => slots[slot.idx].want.store(shmem::WANT_SEGMENT, Ordering::Release),
+            Job::Order { slot, .. } => slots[slot.idx].ord_want.store(1, Ordering::Release),
+            Job::Snowflake { .. } => h.snowflake.want.store(1, Ordering::Release),
+            // mailboxes stay POSTED and are gathered again
+            _ => {}
+        }
+    }
 }
 
-fn run_jobs(
-    client: &mut pgrx::spi::SpiClient<'_>,
-    plans: Option<&catalog::Plans>,
-    jobs: &[Job],
+fn run_job(
+    client: &mut SpiClient<'_>,
+    plans: &catalog::Plans,
+    job: &Job,
     slots: &'static [TagSlot],
     policy: &seqgen_core::adaptive::StepPolicy,
-) -> pgrx::spi::Result<Vec<Outcome>> {
-    let mut out = Vec::with_capacity(jobs.len());
-    let mut loading: Vec<&str> = vec![];
-    // Slots above the high-water mark are all free.
-    let max_tags = shmem::header().map_or(0, |h| h.max_tags as usize);
-    let mut free = max_tags - slots.iter().filter(|s| s.state.load(Ordering::Acquire) != shmem::SLOT_FREE).count();
+) -> pgrx::spi::Result<Outcome> {
     let now = shmem::now_ms();
-    for job in jobs {
-        let Some(plans) = plans else {
-            out.push(Outcome::CatalogMissing);
-            continue;
-        };
-        let o = match job {
-            Job::Load { tag, .. } => {
-                let loaded = slots
-                    .iter()
-                    .any(|s| s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == tag.as_bytes());
-                if loaded || loading.contains(&tag.as_str()) {
-                    Outcome::AlreadyLoaded
-                } else if free == 0 {
-                    Outcome::NoFreeSlot
-                } else {
-                    // Loading only reads the tag's step: the first segment (or order-number
-                    // block) is reserved when it is first needed, so a call that fails later
-                    // (e.g. a tag without a template) has reserved nothing.
-                    match plans.tag_step(client, tag)? {
-                        Some(step) => {
-                            free -= 1;
-                            loading.push(tag);
-                            Outcome::Loaded(step)
-                        }
-                        None => Outcome::Reserved(Reserve::Missing),
-                    }
-                }
-            }
-            Job::Range { tag, n, .. } => Outcome::Reserved(plans.reserve_for(client, tag, |_| *n)?),
-            Job::Template { tag, .. } => Outcome::Template(plans.template_read(client, tag)?),
-            Job::Order { slot, tag, want, .. } => {
-                let s = &slots[*slot];
-                let cur = s.ord_cur_step.load(Ordering::Relaxed);
-                let lasted = Duration::from_millis((now - s.ord_last_ms.load(Ordering::Relaxed)).max(0) as u64);
-                Outcome::Order(plans.order_block(client, tag, *want, |step| policy.next_step(cur, step, Some(lasted)))?)
-            }
-            Job::Snowflake { job: SnowflakeJob::Load, .. } => Outcome::Snowflake(plans.snowflake_read(client)?),
-            Job::Snowflake { job: SnowflakeJob::Extend, ts } => {
-                let id = snowflake::layout().id_floor(*ts);
-                plans.snowflake_write(client, id)?;
-                Outcome::Snowflake(id)
-            }
-            Job::Prefetch { slot, tag, .. } => {
-                let s = &slots[*slot];
-                let cur = s.cur_step.load(Ordering::Relaxed);
-                let last = s.last_alloc_ms.load(Ordering::Relaxed);
-                let lasted = Duration::from_millis((now - last).max(0) as u64);
-                Outcome::Reserved(plans.reserve_for(client, tag, |step| policy.next_step(cur, step, Some(lasted)))?)
-            }
-        };
-        out.push(o);
-    }
-    Ok(out)
+    Ok(match job {
+        // Loading only reads the tag's step and identity: the first segment (or order-number
+        // block) is reserved when it is first needed, so a call that fails later (e.g. a tag
+        // without a template) has reserved nothing.
+        Job::Load { tag, .. } => match plans.tag_load(client, tag)? {
+            Some((step, ident)) => Outcome::Loaded(step, ident),
+            None => Outcome::Reserved(Reserve::Missing),
+        },
+        Job::Range { slot, n, .. } => Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |_| *n)?),
+        Job::Template { slot, .. } => Outcome::Template(plans.template_read(client, &slot.tag, slot.ident)?),
+        Job::Order { slot, text, want, .. } => {
+            let s = &slots[slot.idx];
+            let cur = s.ord_cur_step.load(Ordering::Relaxed);
+            let lasted = Duration::from_millis((now - s.ord_last_ms.load(Ordering::Relaxed)).max(0) as u64);
+            Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, text, *want, |step| {
+                policy.next_step(cur, step, Some(lasted))
+            })?)
+        }
+        Job::Snowflake { job: SnowflakeJob::Load, .. } => Outcome::Snowflake(Some(plans.snowflake_read(client)?)),
+        Job::Snowflake { job: SnowflakeJob::Extend, ts } => {
+            let id = snowflake::layout().id_floor(*ts);
+            Outcome::Snowflake(plans.snowflake_write(client, id)?.then_some(id))
+        }
+        Job::Prefetch { slot, .. } => {
+            let s = &slots[slot.idx];
+            let cur = s.cur_step.load(Ordering::Relaxed);
+            let last = s.last_alloc_ms.load(Ordering::Relaxed);
+            let lasted = Duration::from_millis((now - last).max(0) as u64);
+            Outcome::Reserved(
+                plans.reserve_for(client, &slot.tag, slot.ident, |step| policy.next_step(cur, step, Some(lasted)))?,
+            )
+        }
+        Job::Verify { slots: refs } => {
+            let names: Vec<String> = refs.iter().map(|r| r.tag.clone()).collect();
+            let found: HashMap<String, Ident> = plans.verify(client, names)?.into_iter().collect();
+            Outcome::Stale(refs.iter().filter(|r| found.get(&r.tag) != Some(&r.ident)).map(|r| r.idx).collect())
+        }
+    })
 }
 
-/// Run `f` in a transaction of its own and commit it. An ERROR anywhere aborts the
-/// transaction and comes back as `Err(message)`; the worker carries on.
-fn in_transaction<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Result<R, String> {
+/// Run `f` in a transaction of its own and commit it. An ERROR in the commit aborts the
+/// transaction and comes back as `Err`; the worker carries on.
+fn in_transaction<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Result<R, JobError> {
     unsafe {
         pg_sys::SetCurrentStatementStartTimestamp();
         pg_sys::StartTransactionCommand();
@@ -396,15 +622,40 @@ fn in_transaction<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Result<R
         Ok(r)
     })
     .catch_others(|e| {
-        let msg = match &e {
-            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r.message().to_string(),
-            CaughtError::RustPanic { ereport, .. } => ereport.message().to_string(),
-        };
-        warning!("pg_seqgen allocator: {msg}");
+        let err = JobError::from_caught(&e);
+        warning!("pg_seqgen allocator: {}", err.msg);
         unsafe { pg_sys::AbortCurrentTransaction() };
-        Err(msg)
+        Err(err)
     })
     .execute()
+}
+
+/// Run `f` with an SPI connection in a subtransaction of its own: released when `f`
+/// succeeds, rolled back (with whatever `f` wrote) when it fails, and either way the
+/// surrounding transaction goes on.
+fn in_subtransaction<R>(f: impl FnOnce(&mut SpiClient<'_>) -> pgrx::spi::Result<R>) -> Result<R, JobError> {
+    let (ctx, owner) = unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
+    unsafe {
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(ctx);
+    }
+    let f = std::panic::AssertUnwindSafe(f);
+    let result = PgTryBuilder::new(move || {
+        let f = f;
+        Spi::connect_mut(|c| (f.0)(c)).map_err(|e| JobError { locked: false, state: 0, msg: e.to_string() })
+    })
+    .catch_others(|e| Err(JobError::from_caught(&e)))
+    .execute();
+    unsafe {
+        if result.is_ok() {
+            pg_sys::ReleaseCurrentSubTransaction();
+        } else {
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+        }
+        pg_sys::MemoryContextSwitchTo(ctx);
+        pg_sys::CurrentResourceOwner = owner;
+    }
+    result
 }
 
 fn note_catalog(h: &'static Header, oid: Option<u32>) {
@@ -412,26 +663,37 @@ fn note_catalog(h: &'static Header, oid: Option<u32>) {
     let before = h.catalog_oid.swap(oid, Ordering::AcqRel);
     if before != 0 && before != oid {
         // The extension was dropped (and maybe created again): every loaded tag is stale.
-        shmem::with_dir_lock(h, true, || {
-            for s in shmem::slots(h) {
-                if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE {
-                    s.gen.fetch_add(1, Ordering::AcqRel);
-                    s.state.store(shmem::SLOT_FREE, Ordering::Release);
-                }
-            }
-        });
+        crate::directory::retire_all();
     }
 }
 
-fn answer(mb: &Mailbox, code: u32, start: i64, len: i64, detail: &str) {
+/// Answer use `seq` of `mb`, if the caller still waits for it; free it if the caller gave up.
+fn answer(mb: &Mailbox, seq: u64, code: u32, start: i64, len: i64, detail: &str) {
+    if mb.load() != (seq, shmem::MB_POSTED) {
+        mb.free(seq, shmem::MB_ABANDONED);
+        return;
+    }
     mb.result.store(code, Ordering::Relaxed);
     mb.r_start.store(start, Ordering::Relaxed);
     mb.r_len.store(len, Ordering::Relaxed);
     mb.set_detail(detail);
-    if mb.state.compare_exchange(shmem::MB_POSTED, shmem::MB_DONE, Ordering::AcqRel, Ordering::Acquire).is_err() {
-        // the caller gave up waiting; the mailbox is ours to free
-        mb.state.store(shmem::MB_FREE, Ordering::Release);
+    if !mb.transition(seq, shmem::MB_POSTED, shmem::MB_DONE) {
+        // the caller gave up meanwhile; the mailbox is ours to free
+        mb.free(seq, shmem::MB_ABANDONED);
     }
+}
+
+/// Answer a mailbox with a failure.
+fn answer_failure(mb: &Mailbox, seq: u64, o: &Outcome) {
+    let (c, state, detail) = match o {
+        Outcome::Reserved(r) => (reserve_code(r), 0, String::new()),
+        Outcome::CatalogMissing => (code::CATALOG_MISSING, 0, String::new()),
+        Outcome::NeedsUpdate(v) => (code::NEEDS_UPDATE, 0, v.clone()),
+        Outcome::Failed(e) if e.locked => (code::LOCKED, e.state, e.msg.clone()),
+        Outcome::Failed(e) => (code::INTERNAL, e.state, e.msg.clone()),
+        _ => (code::INTERNAL, 0, "unexpected outcome".to_string()),
+    };
+    answer(mb, seq, c, 0, state as i64, &detail)
 }
 
 fn segment_of(range: Reservation) -> Segment {
@@ -445,76 +707,89 @@ fn reserve_code(r: &Reserve) -> u32 {
         Reserve::Missing => code::UNKNOWN_TAG,
         Reserve::Locked => code::LOCKED,
         Reserve::Exhausted => code::EXHAUSTED,
+        Reserve::Stale => code::STALE,
+    }
+}
+
+/// The slot of `r`, if it still has the job's generation.
+fn live(h: &'static Header, r: &SlotRef) -> Option<&'static TagSlot> {
+    let s = &shmem::all_slots(h)[r.idx];
+    (s.gen.load(Ordering::Acquire) == r.gen).then_some(s)
+}
+
+/// Retire the slot of `r` if it still has the job's generation.
+fn retire_ref(h: &'static Header, r: &SlotRef) {
+    shmem::with_dir_lock(h, true, || {
+        if let Some(s) = live(h, r) {
+            retire_slot(s);
+        }
+    });
+}
+
+/// The code a failed slot job leaves in the slot.
+fn failure_code(o: &Outcome) -> u32 {
+    match o {
+        Outcome::CatalogMissing => code::CATALOG_MISSING,
+        Outcome::NeedsUpdate(_) => code::NEEDS_UPDATE,
+        _ => code::INTERNAL,
     }
 }
 
 /// Apply a committed outcome to shared memory.
 fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
-    let slots = shmem::slots(h);
     match (job, outcome) {
-        (Job::Load { mb, tag }, Outcome::AlreadyLoaded) => match crate::directory::lookup(h, tag.as_bytes()) {
-            Some(r) => answer(&h.mailboxes[*mb], code::OK, slot_index(slots, r.slot), r.gen as i64, ""),
-            None => answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, "tag vanished while loading; retry"),
-        },
-        (Job::Load { mb, tag }, Outcome::Loaded(step)) => match assign_slot(h, tag, step) {
-            Some((idx, gen)) => answer(&h.mailboxes[*mb], code::OK, idx as i64, gen as i64, ""),
-            None => answer(&h.mailboxes[*mb], code::TOO_MANY_TAGS, 0, 0, ""),
-        },
-        (Job::Range { mb, tag, .. }, Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. })) => {
-            let mb = &h.mailboxes[*mb];
-            if let Some((from, key)) = opaque {
-                // the caller permutes the range with the key of its slot
-                match crate::directory::lookup(h, tag.as_bytes()) {
-                    Some(r) => set_opaque(r.slot, from, &key),
-                    None => return answer(mb, code::INTERNAL, 0, 0, "tag vanished while reserving; retry"),
-                }
+        (Job::Load { mb, seq, tag }, Outcome::Loaded(step, ident)) => {
+            let m = &h.mailboxes[*mb];
+            match assign_slot(h, tag, step, ident) {
+                Some((idx, gen)) => answer(m, *seq, code::OK, idx as i64, gen as i64, ""),
+                None => answer(m, *seq, code::TOO_MANY_TAGS, 0, 0, ""),
             }
-            mb.r_mode.store(mode(opaque.is_some(), node_bits) as u32, Ordering::Relaxed);
-            answer(mb, code::OK, range.start, range.len() as i64, "")
         }
-        (Job::Load { mb, .. } | Job::Range { mb, .. }, o) => {
-            let c = match o {
-                Outcome::Reserved(r) => reserve_code(&r),
-                Outcome::NoFreeSlot => code::TOO_MANY_TAGS,
-                Outcome::CatalogMissing => code::CATALOG_MISSING,
-                _ => code::INTERNAL,
-            };
-            answer(&h.mailboxes[*mb], c, 0, 0, "")
+        (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. })) => {
+            let m = &h.mailboxes[*mb];
+            let Some(s) = live(h, slot) else { return answer(m, *seq, code::STALE, 0, 0, "") };
+            if let Some((from, key)) = opaque {
+                // the caller permutes the range with the key it reads from its slot
+                set_opaque(s, from, &key);
+            }
+            m.r_mode.store(mode(opaque.is_some(), node_bits), Ordering::Relaxed);
+            answer(m, *seq, code::OK, range.start, range.len() as i64, "")
         }
-        (Job::Template { mb, tag }, o) => {
+        (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Stale)) => {
+            retire_ref(h, slot);
+            answer(&h.mailboxes[*mb], *seq, code::STALE, 0, 0, "")
+        }
+        (Job::Load { mb, seq, .. } | Job::Range { mb, seq, .. }, o) => answer_failure(&h.mailboxes[*mb], *seq, &o),
+        (Job::Template { mb, seq, slot }, o) => {
+            let m = &h.mailboxes[*mb];
             let found = match o {
                 Outcome::Template(t) => t,
-                Outcome::CatalogMissing => return answer(&h.mailboxes[*mb], code::CATALOG_MISSING, 0, 0, ""),
-                _ => return answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, ""),
+                o => return answer_failure(m, *seq, &o),
             };
             let c = shmem::with_dir_lock(h, true, || {
-                let Some(s) = slots
-                    .iter()
-                    .find(|s| s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == tag.as_bytes())
-                else {
-                    return code::UNKNOWN_TAG;
-                };
+                let Some(s) = live(h, slot) else { return code::STALE };
                 match &found {
-                    Some((text, zone, key)) => {
+                    TemplateRead::Found { text, zone, key } => {
                         if let Some(k) = key {
                             s.set_key(k);
                         }
                         s.tpl.write(text, zone);
                         code::OK
                     }
-                    None => {
+                    TemplateRead::Missing => {
                         s.tpl.set_state(shmem::TPL_MISSING);
                         code::NO_TEMPLATE
                     }
+                    TemplateRead::Stale => {
+                        retire_slot(s);
+                        code::STALE
+                    }
                 }
             });
-            answer(&h.mailboxes[*mb], c, 0, 0, "")
+            answer(m, *seq, c, 0, 0, "")
         }
-        (Job::Order { slot, gen, .. }, o) => {
-            let s = &slots[*slot];
-            if s.gen.load(Ordering::Acquire) != *gen {
-                return;
-            }
+        (Job::Order { slot, .. }, o) => {
+            let Some(s) = live(h, slot) else { return };
             match o {
                 Outcome::Order(OrderReserve::Done(b)) => {
                     s.ord_locked.store(0, Ordering::Relaxed);
@@ -528,7 +803,9 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     // a gap, never a duplicate, if a block is already waiting
                     let _ = s.ord.publish(Segment { start: b.start, len, trigger, period: b.period });
                 }
-                Outcome::Order(OrderReserve::Locked) => s.ord_locked.store(1, Ordering::Relaxed),
+                Outcome::Order(OrderReserve::Locked) | Outcome::Failed(JobError { locked: true, .. }) => {
+                    s.ord_locked.store(1, Ordering::Relaxed)
+                }
                 Outcome::Order(OrderReserve::Overflow(period)) => {
                     s.ord_err_period.store(period, Ordering::Relaxed);
                     order_error(s, code::OVERFLOW);
@@ -537,20 +814,20 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     shmem::with_dir_lock(h, true, || s.tpl.set_state(shmem::TPL_MISSING));
                     order_error(s, code::NO_TEMPLATE);
                 }
-                Outcome::CatalogMissing => order_error(s, code::CATALOG_MISSING),
-                _ => order_error(s, code::INTERNAL),
+                // the tag or its template changed under the slot: callers reload both
+                Outcome::Order(OrderReserve::Stale) => retire_ref(h, slot),
+                o => order_error(s, failure_code(&o)),
             }
         }
-        (Job::Snowflake { job: SnowflakeJob::Load, .. }, Outcome::Snowflake(id)) => snowflake::resume(h, id),
-        (Job::Snowflake { job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(_)) => {
+        (Job::Snowflake { job: SnowflakeJob::Load, .. }, Outcome::Snowflake(Some(id))) => snowflake::resume(h, id),
+        (Job::Snowflake { job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(Some(_))) => {
             snowflake::publish_reservation(h, *ts)
         }
-        (Job::Snowflake { .. }, _) => snowflake::report_failure(h),
-        (Job::Prefetch { slot, gen, .. }, o) => {
-            let s = &slots[*slot];
-            if s.gen.load(Ordering::Acquire) != *gen {
-                return; // retired meanwhile; the reservation is simply skipped
-            }
+        // locked: asked again by the waiting callers
+        (Job::Snowflake { .. }, Outcome::Snowflake(None) | Outcome::Failed(JobError { locked: true, .. })) => {}
+        (Job::Snowflake { .. }, o) => snowflake::report_failure(h, failure_code(&o)),
+        (Job::Prefetch { slot, .. }, o) => {
+            let Some(s) = live(h, slot) else { return }; // retired meanwhile: a gap
             match o {
                 Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. }) => {
                     s.locked.store(0, Ordering::Relaxed);
@@ -566,17 +843,23 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     // skipped (a gap, never a duplicate).
                     let _ = s.seg.publish(seg);
                 }
-                Outcome::Reserved(Reserve::Locked) => s.locked.store(1, Ordering::Relaxed),
-                Outcome::Reserved(Reserve::Missing) => {
-                    // The row is gone (deleted without our trigger seeing it commit, e.g. by
-                    // DROP EXTENSION): retire the slot; callers reload and get "unknown tag".
-                    crate::directory::retire(s.name());
+                Outcome::Reserved(Reserve::Locked) | Outcome::Failed(JobError { locked: true, .. }) => {
+                    s.locked.store(1, Ordering::Relaxed)
                 }
+                // The row is gone, or is another incarnation of the tag: retire the slot;
+                // callers reload (and get "unknown tag", or the new tag).
+                Outcome::Reserved(Reserve::Missing | Reserve::Stale) => retire_ref(h, slot),
                 Outcome::Reserved(Reserve::Exhausted) => slot_error(s, code::EXHAUSTED),
-                Outcome::CatalogMissing => slot_error(s, code::CATALOG_MISSING),
-                _ => {}
+                o => slot_error(s, failure_code(&o)),
             }
         }
+        (Job::Verify { slots }, Outcome::Stale(stale)) => {
+            for r in slots.iter().filter(|r| stale.contains(&r.idx)) {
+                log!("pg_seqgen allocator: tag \"{}\" no longer matches its catalog row; its cached values are discarded", r.tag);
+                retire_ref(h, r);
+            }
+        }
+        (Job::Verify { .. }, _) => {}
     }
 }
 
@@ -605,22 +888,28 @@ fn slot_error(s: &TagSlot, c: u32) {
     s.err_seq.fetch_add(1, Ordering::AcqRel);
 }
 
-fn slot_index(slots: &[TagSlot], s: &TagSlot) -> i64 {
-    ((s as *const TagSlot as usize - slots.as_ptr() as usize) / std::mem::size_of::<TagSlot>()) as i64
-}
-
-/// Put a freshly loaded tag into a free slot with its first segment.
-/// Put a freshly loaded tag into a free slot, with no segment yet. The last-reservation times
-/// start at 0 so the first segment and block have the configured step (Leaf's rule then sees a
-/// "slow" previous segment and does not grow the step).
-fn assign_slot(h: &'static Header, tag: &str, step: i64) -> Option<(usize, u64)> {
+/// The slot serving the row `ident` of `tag`: the one already loaded, or a free slot set up
+/// with no segment yet. A loaded slot of the same name that serves another row (the tag was
+/// dropped and created again, or the catalog re-created) is retired first. The
+/// last-reservation times start at 0 so the first segment and block have the configured step
+/// (Leaf's rule then sees a "slow" previous segment and does not grow the step).
+fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident) -> Option<(usize, u64)> {
     shmem::with_dir_lock(h, true, || {
         let slots = shmem::all_slots(h);
+        for (idx, s) in shmem::slots(h).iter().enumerate() {
+            if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == tag.as_bytes() {
+                if s.ident() == ident {
+                    return Some((idx, s.gen.load(Ordering::Acquire)));
+                }
+                retire_slot(s);
+            }
+        }
         let (idx, s) = slots.iter().enumerate().find(|(_, s)| s.state.load(Ordering::Acquire) == shmem::SLOT_FREE)?;
         h.slots_used.fetch_max(idx as u32 + 1, Ordering::AcqRel);
         s.gen.fetch_add(1, Ordering::AcqRel);
         s.seg.reset();
         s.set_name(tag.as_bytes());
+        s.set_ident(ident);
         s.want.store(0, Ordering::Relaxed);
         s.err_code.store(code::OK, Ordering::Relaxed);
         s.locked.store(0, Ordering::Relaxed);
@@ -645,19 +934,6 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64) -> Option<(usize, u64)>
         s.state.store(shmem::SLOT_ACTIVE, Ordering::Release);
         Some((idx, gen))
     })
-}
-
-fn fail_all(h: &'static Header, jobs: &[Job], msg: &str) {
-    let slots = shmem::slots(h);
-    for job in jobs {
-        match job {
-            Job::Load { mb, .. } | Job::Range { mb, .. } => answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, msg),
-            Job::Prefetch { slot, .. } => slot_error(&slots[*slot], code::INTERNAL),
-            Job::Snowflake { .. } => snowflake::report_failure(h),
-            Job::Template { mb, .. } => answer(&h.mailboxes[*mb], code::INTERNAL, 0, 0, msg),
-            Job::Order { slot, .. } => order_error(&slots[*slot], code::INTERNAL),
-        }
-    }
 }
 
 fn update_rates(h: &'static Header, now: i64) {

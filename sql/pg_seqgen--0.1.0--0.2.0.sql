@@ -1,0 +1,193 @@
+-- pg_seqgen 0.1.0 -> 0.2.0: allocator hardening.
+-- Everything here is schema-qualified; see "Security Considerations for Extension Scripts".
+-- Install the 0.2.0 library, restart the server, then run ALTER EXTENSION pg_seqgen UPDATE
+-- (until then the 0.2.0 worker answers calls with SQLSTATE 55000 and a hint to update).
+
+-- 1. Row identity: every tag row gets its own number (with the table's OID, what a shared-
+--    memory slot is checked against), so a tag dropped and created again is never served
+--    the old one's cached values.
+CREATE SEQUENCE seqgen.tag_id_seq;
+SELECT pg_catalog.pg_extension_config_dump('seqgen.tag_id_seq', '');
+REVOKE ALL ON SEQUENCE seqgen.tag_id_seq FROM PUBLIC;
+ALTER TABLE seqgen.alloc
+    ADD COLUMN tag_id pg_catalog.int8 NOT NULL DEFAULT pg_catalog.nextval('seqgen.tag_id_seq'::pg_catalog.regclass);
+
+CREATE OR REPLACE FUNCTION seqgen.alloc_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag THEN
+        RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Create a new tag with seqgen_create() instead.';
+    END IF;
+    IF NEW.tag_id OPERATOR(pg_catalog.<>) OLD.tag_id THEN
+        RAISE EXCEPTION 'the tag_id of tag "%" cannot change', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF OLD.opaque_from IS NOT NULL AND NEW.opaque_from IS DISTINCT FROM OLD.opaque_from THEN
+        RAISE EXCEPTION 'tag "%" is opaque for good', OLD.biz_tag
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Plain IDs issued after opaque ones could repeat them.';
+    END IF;
+    IF OLD.opaque_from IS NULL AND NEW.opaque_from IS NOT NULL
+       AND NEW.opaque_from OPERATOR(pg_catalog.<) OLD.max_id THEN
+        RAISE EXCEPTION 'opaque_from of tag "%" must be at least its max_id %', OLD.biz_tag, OLD.max_id
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Use seqgen_make_opaque().';
+    END IF;
+    IF NEW.node_bits OPERATOR(pg_catalog.<) OLD.node_bits THEN
+        RAISE EXCEPTION 'node_bits of tag "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.node_bits, NEW.node_bits
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Fewer node bits would let later IDs meet earlier ones.';
+    END IF;
+    IF NEW.max_id OPERATOR(pg_catalog.<) OLD.max_id THEN
+        RAISE EXCEPTION 'max_id of tag "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.max_id, NEW.max_id
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Lowering max_id would hand out IDs again. It may only grow.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+-- 2. New functions.
+CREATE FUNCTION @extschema@.seqgen_set_template(
+	"biz_tag" TEXT,
+	"template" TEXT,
+	"time_zone" TEXT,
+	"allow_repeats" bool
+) RETURNS void
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_set_template_allow_wrapper';
+
+CREATE FUNCTION @extschema@.seqgen_snowflake_advance(
+	"min_id" bigint
+) RETURNS bigint
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake_advance_wrapper';
+
+CREATE FUNCTION @extschema@.seqgen_template_unit(
+	"template" TEXT
+) RETURNS TEXT
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_template_unit_wrapper';
+
+CREATE FUNCTION @extschema@.seqgen_worker_status() RETURNS TABLE (
+	"running" bool,
+	"pid" INT,
+	"started" timestamp with time zone,
+	"last_cycle" timestamp with time zone,
+	"mailboxes_in_use" INT,
+	"jobs_pending" INT,
+	"mailboxes_reclaimed" bigint,
+	"errors" bigint,
+	"last_error" TEXT,
+	"last_error_time" timestamp with time zone
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_worker_status_wrapper';
+
+REVOKE ALL ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_worker_status() FROM PUBLIC;
+
+-- 3. Order-number counters per tag and period unit. 0.1.0 kept one (period_key, period_max)
+--    per tag, for the template of the time; it moves to that template's unit.
+CREATE TABLE seqgen.order_counter (
+    biz_tag     pg_catalog.text NOT NULL REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
+    unit        pg_catalog.text NOT NULL
+                CHECK (unit OPERATOR(pg_catalog.=) ANY ('{none,year,month,day,hour,minute,second}'::pg_catalog.text[])),
+    period_key  pg_catalog.int8 NOT NULL,
+    period_max  pg_catalog.int8 NOT NULL CHECK (period_max OPERATOR(pg_catalog.>=) 0),
+    update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (biz_tag, unit)
+);
+COMMENT ON TABLE seqgen.order_counter IS
+    'pg_seqgen order-number counters per tag and period unit; (period_key, period_max) never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.order_counter', '');
+REVOKE ALL ON TABLE seqgen.order_counter FROM PUBLIC;
+
+INSERT INTO seqgen.order_counter (biz_tag, unit, period_key, period_max)
+    SELECT t.biz_tag, @extschema@.seqgen_template_unit(t.template), t.period_key, t.period_max
+    FROM seqgen.template t
+    WHERE t.period_key OPERATOR(pg_catalog.>) (-9223372036854775808)::pg_catalog.int8;
+
+DROP TRIGGER template_guard ON seqgen.template;
+ALTER TABLE seqgen.template DROP COLUMN period_key, DROP COLUMN period_max;
+COMMENT ON TABLE seqgen.template IS 'pg_seqgen order-number templates';
+
+CREATE OR REPLACE FUNCTION seqgen.template_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        -- allowed only with the tag itself (ON DELETE CASCADE)
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the template of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Replace it with seqgen_set_template(), or drop the tag with seqgen_drop().';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag THEN
+        RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER template_guard BEFORE UPDATE OR DELETE ON seqgen.template
+    FOR EACH ROW EXECUTE FUNCTION seqgen.template_guard();
+
+CREATE FUNCTION seqgen.order_counter_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the order-number counters of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Deleting them would issue order numbers again.';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag OR NEW.unit OPERATOR(pg_catalog.<>) OLD.unit THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%" cannot be moved', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF NEW.period_key OPERATOR(pg_catalog.<) OLD.period_key
+       OR (NEW.period_key OPERATOR(pg_catalog.=) OLD.period_key
+           AND NEW.period_max OPERATOR(pg_catalog.<) OLD.period_max) THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%" cannot go back', OLD.biz_tag
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Lowering period_key or period_max would issue order numbers again.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER order_counter_guard BEFORE UPDATE OR DELETE ON seqgen.order_counter
+    FOR EACH ROW EXECUTE FUNCTION seqgen.order_counter_guard();
+CREATE TRIGGER order_counter_no_truncate BEFORE TRUNCATE ON seqgen.order_counter
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+
+-- 4. Every trigger fires under session_replication_role = replica too (edits by hand, and
+--    logical replication's apply worker).
+ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_guard;
+ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_no_truncate;
+ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_deleted;
+ALTER TABLE seqgen.snowflake ENABLE ALWAYS TRIGGER snowflake_guard;
+ALTER TABLE seqgen.snowflake ENABLE ALWAYS TRIGGER snowflake_no_truncate;
+ALTER TABLE seqgen.template ENABLE ALWAYS TRIGGER template_guard;
+ALTER TABLE seqgen.template ENABLE ALWAYS TRIGGER template_no_truncate;
+ALTER TABLE seqgen.template ENABLE ALWAYS TRIGGER template_changed;
+ALTER TABLE seqgen.order_counter ENABLE ALWAYS TRIGGER order_counter_guard;
+ALTER TABLE seqgen.order_counter ENABLE ALWAYS TRIGGER order_counter_no_truncate;
+ALTER TABLE seqgen.opaque_key ENABLE ALWAYS TRIGGER opaque_key_guard;
+ALTER TABLE seqgen.opaque_key ENABLE ALWAYS TRIGGER opaque_key_no_truncate;

@@ -1,0 +1,108 @@
+//! Shared-memory changes that must happen when a catalog change commits: retiring the slot of
+//! a dropped (or changed) tag, or every slot when the catalog itself is dropped.
+//!
+//! A transaction that deletes a tag's row (by `seqgen_drop`, a hand-written `DELETE`, a
+//! cascade, logical replication's apply worker, or under `session_replication_role =
+//! replica`: the catalog's triggers are `ENABLE ALWAYS`) queues a retirement here. It is
+//! carried out when the transaction commits, and also when it is prepared for two-phase
+//! commit: a prepared transaction may commit from another session later, and retiring early
+//! is always safe (the slot reloads from the catalog, and the row stays locked until the
+//! prepared transaction ends). An abort forgets the queue, so nothing leaks into the
+//! backend's next transaction.
+//!
+//! `DROP EXTENSION` (or `DROP SCHEMA seqgen CASCADE`) fires no row trigger; an object-access
+//! hook sees the catalog table being dropped and queues the retirement of every slot.
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::local::BackendLocal;
+
+pub enum Action {
+    /// Retire the slot serving this tag name.
+    Retire(String),
+    /// Retire every slot (the catalog was dropped).
+    RetireAll,
+}
+
+#[derive(Default)]
+struct Queue {
+    registered: bool,
+    actions: Vec<Action>,
+}
+
+static QUEUE: BackendLocal<Queue> = BackendLocal::new();
+
+/// Queue `action` for the commit (or prepare) of the current transaction.
+pub fn at_commit(action: Action) {
+    let mut q = QUEUE.get();
+    if !q.registered {
+        unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
+        q.registered = true;
+    }
+    q.actions.push(action);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+    use pg_sys::XactEvent::*;
+    match event {
+        XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
+            let actions = std::mem::take(&mut QUEUE.get().actions);
+            for a in actions {
+                match a {
+                    Action::Retire(name) => crate::directory::retire(name.as_bytes()),
+                    Action::RetireAll => crate::directory::retire_all(),
+                }
+            }
+        }
+        XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => QUEUE.get().actions.clear(),
+        _ => {}
+    }
+}
+
+static mut PREV_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;
+
+/// Called from `_PG_init` (every process that loads the library).
+pub fn install_hook() {
+    unsafe {
+        PREV_OBJECT_ACCESS_HOOK = pg_sys::object_access_hook;
+        pg_sys::object_access_hook = Some(object_access);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn object_access(
+    access: pg_sys::ObjectAccessType::Type,
+    class_id: pg_sys::Oid,
+    object_id: pg_sys::Oid,
+    sub_id: std::ffi::c_int,
+    arg: *mut std::ffi::c_void,
+) {
+    unsafe {
+        if let Some(prev) = PREV_OBJECT_ACCESS_HOOK {
+            prev(access, class_id, object_id, sub_id, arg);
+        }
+        if access == pg_sys::ObjectAccessType::OAT_DROP
+            && class_id == pg_sys::RelationRelationId
+            && sub_id == 0
+            && is_catalog_table(object_id)
+        {
+            at_commit(Action::RetireAll);
+        }
+    }
+}
+
+/// Is `relid` the table `seqgen.alloc`?
+unsafe fn is_catalog_table(relid: pg_sys::Oid) -> bool {
+    unsafe {
+        let name = pg_sys::get_rel_name(relid);
+        if name.is_null() || CStr::from_ptr(name).to_bytes() != b"alloc" {
+            return false;
+        }
+        let nsp = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+        !nsp.is_null() && CStr::from_ptr(nsp).to_bytes() == b"seqgen"
+    }
+}
