@@ -12,7 +12,7 @@ use crate::error::{check_tag, Result, SeqgenError};
 use crate::guc;
 use crate::local::BackendLocal;
 use crate::shmem::{self, Header, Mailbox, TagSlot};
-use crate::wait::wait_for;
+use crate::wait::{call_deadline, wait_for, wait_until};
 
 /// Result codes the worker writes into a mailbox or a slot's `err_code`.
 pub mod code {
@@ -139,7 +139,7 @@ pub fn check_database() -> Result<()> {
 
 fn wait_for_worker(h: &Header) -> Result<()> {
     let running = || (h.worker_status() == shmem::WorkerStatus::Running).then_some(());
-    wait_for(h, guc::ALLOCATION_TIMEOUT.get(), running).ok_or(SeqgenError::WorkerNotRunning)
+    wait_for(h, running).ok_or(SeqgenError::WorkerNotRunning)
 }
 
 /// Find the active slot of `name` (directory lock shared).
@@ -252,13 +252,13 @@ struct Reply {
 /// [`call_worker`], repeated while the tag's catalog row is locked by another transaction,
 /// for up to `seqgen.allocation_timeout` (the worker itself never waits for row locks).
 fn call_worker_retrying(h: &'static Header, tag: &str, fill: impl Fn(&Mailbox)) -> Result<Reply> {
-    let deadline = Instant::now() + Duration::from_millis(guc::ALLOCATION_TIMEOUT.get() as u64);
+    let deadline = call_deadline();
     loop {
         let reply = call_worker(h, tag, &fill)?;
         if reply.code != code::LOCKED || Instant::now() >= deadline {
             return Ok(reply);
         }
-        wait_for(h, 10, || None::<()>);
+        wait_until(h, (Instant::now() + Duration::from_millis(10)).min(deadline), || None::<()>);
     }
 }
 
@@ -288,7 +288,7 @@ fn give_up(mb: &Mailbox, seq: u64) {
 }
 
 /// Claim a free mailbox (waiting for one up to `timeout` ms).
-fn claim(h: &'static Header, tag: &str, timeout: i32) -> Result<(&'static Mailbox, u64)> {
+fn claim(h: &'static Header, tag: &str) -> Result<(&'static Mailbox, u64)> {
     {
         let mut hooked = EXIT_HOOKED.get();
         if !*hooked {
@@ -307,13 +307,14 @@ fn claim(h: &'static Header, tag: &str, timeout: i32) -> Result<(&'static Mailbo
             })
         })
     };
-    wait_for(h, timeout, try_claim).ok_or_else(|| SeqgenError::Timeout { tag: tag.to_string(), ms: timeout })
+    wait_for(h, try_claim)
+        .ok_or_else(|| SeqgenError::Timeout { tag: tag.to_string(), ms: guc::ALLOCATION_TIMEOUT.get() })
 }
 
 /// Post a request in a free mailbox, wake the worker and wait for its answer.
 fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Result<Reply> {
     let timeout = guc::ALLOCATION_TIMEOUT.get();
-    let (mb, seq) = claim(h, tag, timeout)?;
+    let (mb, seq) = claim(h, tag)?;
     mb.set_name(tag.as_bytes());
     fill(mb);
     mb.result.store(code::INTERNAL, Ordering::Relaxed);
@@ -327,7 +328,7 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
     };
     // If the wait is interrupted (query cancel), hand the mailbox back to the worker.
     let done = PgTryBuilder::new(|| {
-        wait_for(h, timeout, || match mb.load() {
+        wait_for(h, || match mb.load() {
             (s, shmem::MB_DONE) if s == seq => Some(Ok(())),
             (s, _) if s != seq => Some(Err(SeqgenError::WorkerFailed {
                 tag: tag.to_string(),

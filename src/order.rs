@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
@@ -24,7 +24,7 @@ use crate::error::{check_tag, OrRaise, Result, SeqgenError};
 use crate::guc::{self, Overflow};
 use crate::local::BackendLocal;
 use crate::shmem::{self, TagSlot, WorkerStatus, TPL_MAX_BYTES, TPL_MISSING, TPL_READY, TZ_MAX_BYTES};
-use crate::wait::wait_for;
+use crate::wait::wait_until;
 
 /// A template as one backend has parsed it, with the period and prefix it last rendered.
 struct Local {
@@ -120,6 +120,7 @@ fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Resul
 /// The next order number of a tag.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_order_no(biz_tag: &str) -> &str {
+    crate::wait::begin_call();
     order_no(biz_tag).or_raise()
 }
 
@@ -287,12 +288,11 @@ fn wait_for_block(tag: &str, r: Resolved, loc: &mut Local, epoch: u32, period: i
     let slot = r.slot;
     slot.ord_waits.fetch_add(1, Ordering::Relaxed);
     let mut want = period;
-    let deadline = Instant::now() + Duration::from_millis(guc::ALLOCATION_TIMEOUT.get() as u64);
+    let deadline = crate::wait::call_deadline();
     loop {
         let err_before = slot.ord_err_seq.load(Ordering::Acquire);
         request_block(slot, want);
-        let left = deadline.saturating_duration_since(Instant::now()).as_millis().max(1) as i32;
-        let outcome = wait_for(h, left, || {
+        let outcome = wait_until(h, deadline, || {
             if slot.gen.load(Ordering::Acquire) != r.gen || slot.tpl.version.load(Ordering::Acquire) != loc.version {
                 return Some(Ok(false));
             }

@@ -135,6 +135,7 @@ fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
 /// table access.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next(biz_tag: &str) -> i64 {
+    crate::wait::begin_call();
     next(biz_tag).or_raise()
 }
 
@@ -194,7 +195,7 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
     let err_before = r.slot.err_seq.load(Ordering::Acquire);
     request_segment(r.slot);
     let timeout = guc::ALLOCATION_TIMEOUT.get();
-    let outcome = wait_for(h, timeout, || {
+    let outcome = wait_for(h, || {
         if r.slot.gen.load(Ordering::Acquire) != r.gen {
             return Some(Err(None));
         }
@@ -230,6 +231,7 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
 /// `n` IDs of a tag at once.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
+    crate::wait::begin_call();
     let ranges = next_batch(biz_tag, n).or_raise();
     SetOfIterator::new(ranges.into_iter().flat_map(|(start, len, p)| (start..start + len).map(move |v| p.present(v))))
 }

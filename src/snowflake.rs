@@ -72,6 +72,7 @@ impl Clock for SystemClock {
 
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_snowflake() -> i64 {
+    crate::wait::begin_call();
     next().or_raise()
 }
 
@@ -164,7 +165,7 @@ fn wait_for_reservation(h: &'static Header, ts: i64) -> Result<()> {
     sf.want.store(1, Ordering::Release);
     h.ring();
     let timeout = guc::ALLOCATION_TIMEOUT.get();
-    let outcome = wait_for(h, timeout, || {
+    let outcome = wait_for(h, || {
         if sf.loaded.load(Ordering::Acquire) != 0 && sf.gen.reserved() > ts {
             return Some(Ok(()));
         }
@@ -246,6 +247,7 @@ pub fn report_failure(h: &Header, c: u32) {
 /// raise also survives a restart. Returns the generator's new floor as an ID. Never lowers it.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_snowflake_advance(min_id: i64) -> i64 {
+    crate::wait::begin_call();
     advance(min_id).or_raise()
 }
 
@@ -278,7 +280,7 @@ fn wait_loaded(h: &'static Header) -> Result<()> {
     sf.want.store(1, Ordering::Release);
     h.ring();
     let timeout = guc::ALLOCATION_TIMEOUT.get();
-    wait_for(h, timeout, || (sf.loaded.load(Ordering::Acquire) != 0).then_some(()))
+    wait_for(h, || (sf.loaded.load(Ordering::Acquire) != 0).then_some(()))
         .ok_or(SeqgenError::Timeout { tag: "snowflake reservation".into(), ms: timeout })
 }
 

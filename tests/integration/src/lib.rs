@@ -293,3 +293,83 @@ pub fn on_threads<T: Send + 'static>(n: usize, f: impl Fn(usize) -> T + Send + S
         .collect();
     handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect()
 }
+
+/// How long `f` took, and what it returned.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
+    let t = Instant::now();
+    let r = f();
+    (t.elapsed(), r)
+}
+
+/// Call `f` every 20 ms until it succeeds (at most `limit`); how long that took. Measures how
+/// long service takes to come back after a fault ends.
+pub fn recovery_time(limit: Duration, mut f: impl FnMut() -> bool) -> Duration {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < limit, "service not back after {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.elapsed()
+}
+
+/// Send `signal` (e.g. "STOP", "CONT", "TERM", "KILL") to a process.
+pub fn signal(pid: i32, signal: &str) {
+    let out = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).output().unwrap();
+    assert!(out.status.success(), "kill -{signal} {pid}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+impl Cluster {
+    /// The allocation worker's pid (waiting up to 10 s for it to run).
+    pub fn worker_pid(&self) -> i32 {
+        let mut c = self.connect();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let pid: Option<i32> = c
+                .query_one("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator'", &[])
+                .ok()
+                .map(|r| r.get(0));
+            match pid {
+                Some(p) => return p,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                None => panic!("no pg_seqgen allocator running\n{}", self.log_tail()),
+            }
+        }
+    }
+}
+
+/// What one caller got during a fault: how long it waited, and its value or SQLSTATE.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub waited: Duration,
+    pub result: Result<i64, String>,
+}
+
+impl Answer {
+    /// Run `sql` (returning one bigint) and time it.
+    pub fn of(c: &mut Client, sql: &str) -> Answer {
+        let (waited, r) = timed(|| c.query_one(sql, &[]));
+        Answer { waited, result: r.map(|row| row.get(0)).map_err(|e| sqlstate(&e).unwrap_or_else(|| e.to_string())) }
+    }
+}
+
+/// Check a fault's three figures and print them: every caller answered within `bound`, with a
+/// value or one of the `allowed` SQLSTATEs.
+pub fn assert_answers(what: &str, answers: &[Answer], bound: Duration, allowed: &[&str]) {
+    let max = answers.iter().map(|a| a.waited).max().unwrap_or_default();
+    let ok = answers.iter().filter(|a| a.result.is_ok()).count();
+    let mut states: Vec<&str> = answers.iter().filter_map(|a| a.result.as_ref().err().map(String::as_str)).collect();
+    states.sort_unstable();
+    states.dedup();
+    println!(
+        "{what}: {} callers, {ok} got a value, errors {states:?}, longest wait {} ms (bound {} ms)",
+        answers.len(),
+        max.as_millis(),
+        bound.as_millis()
+    );
+    for a in answers {
+        if let Err(s) = &a.result {
+            assert!(allowed.contains(&s.as_str()), "{what}: unexpected error {s}");
+        }
+    }
+    assert!(max <= bound, "{what}: a caller waited {max:?}, more than {bound:?}");
+}
