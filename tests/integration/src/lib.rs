@@ -13,7 +13,22 @@ use std::time::{Duration, Instant};
 pub use postgres::{Client, NoTls};
 
 pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
-pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// The clock-shift preload (`clockshift/clockshift.c`), built once per test run.
+fn clock_shift_lib() -> String {
+    static LIB: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/clockshift/clockshift.c");
+        std::fs::create_dir_all("/tmp/pg_seqgen_it").unwrap();
+        let out = format!("/tmp/pg_seqgen_it/clockshift-{}.so", std::process::id());
+        let tmp = format!("{out}.tmp");
+        let cc = Command::new("cc").args(["-shared", "-fPIC", "-O2", "-o", &tmp, src, "-ldl"]).output().unwrap();
+        assert!(cc.status.success(), "building the clock shift: {}", String::from_utf8_lossy(&cc.stderr));
+        std::fs::rename(&tmp, &out).unwrap();
+        out
+    })
+    .clone()
+}
 
 /// Run a command as the `postgres` OS user (PostgreSQL refuses to run as root).
 pub fn as_postgres(program: &str, args: &[&str]) -> Output {
@@ -81,25 +96,22 @@ impl Cluster {
         c
     }
 
-    /// Run the server under libfaketime with a clock offset the test can change while it
-    /// runs (`set_clock_offset_ms`). Monotonic clocks stay real (PostgreSQL's timeouts).
-    pub fn with_faketime(mut self) -> Cluster {
-        let file = format!("{}/faketime.rc", self.dir.display());
-        std::fs::write(&file, "+0\n").unwrap();
+    /// Run the server with a wall clock the test can shift while it runs
+    /// (`set_clock_offset_ms`): every server process, the postmaster and the allocation
+    /// worker included, sees the same shifted clock (see `clockshift/clockshift.c` for why
+    /// this is not libfaketime). Monotonic clocks stay real (PostgreSQL's timeouts).
+    pub fn with_clock_shift(mut self) -> Cluster {
+        let file = format!("{}/clock_offset_ms", self.dir.display());
+        std::fs::write(&file, "0\n").unwrap();
         check(Command::new("chmod").arg("644").arg(&file).output().unwrap(), "chmod");
-        self.env = vec![
-            ("LD_PRELOAD".into(), FAKETIME_LIB.into()),
-            ("FAKETIME_TIMESTAMP_FILE".into(), file),
-            ("FAKETIME_NO_CACHE".into(), "1".into()),
-            ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
-        ];
+        self.env = vec![("LD_PRELOAD".into(), clock_shift_lib()), ("SEQGEN_CLOCK_FILE".into(), file)];
         self
     }
 
     /// Shift the server's wall clock by `ms` relative to the real clock (negative: behind).
     pub fn set_clock_offset_ms(&self, ms: i64) {
-        let text = format!("{}{}.{:03}\n", if ms < 0 { "-" } else { "+" }, ms.abs() / 1000, ms.abs() % 1000);
-        let file = format!("{}/faketime.rc", self.dir.display());
+        let text = format!("{ms}\n");
+        let file = format!("{}/clock_offset_ms", self.dir.display());
         // write and rename, so the server never reads a half-written file
         let tmp = format!("{file}.tmp");
         std::fs::write(&tmp, text).unwrap();
@@ -226,7 +238,7 @@ impl Cluster {
 
     /// Run SQL (several statements allowed) and panic on error.
     pub fn sql(&self, sql: &str) {
-        self.connect().batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        self.connect().batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
     }
 
     pub fn one_i64(&self, sql: &str) -> i64 {
@@ -275,6 +287,14 @@ impl Ledger {
     pub fn assert_unique(&self, what: &str) {
         println!("{what}: {} IDs checked, {} duplicates", self.total, self.duplicates());
         assert_eq!(self.duplicates(), 0, "{what}: IDs issued twice, e.g. {:?}", self.examples());
+    }
+
+    /// Add everything another ledger counted.
+    pub fn merge(&mut self, other: &Ledger) {
+        for (&id, &n) in &other.seen {
+            *self.seen.entry(id).or_default() += n;
+        }
+        self.total += other.total;
     }
 
     pub fn max(&self) -> Option<i64> {

@@ -68,7 +68,7 @@ fn overflow_waits_for_the_next_second_when_asked() {
     c.sql(
         "CREATE EXTENSION pg_seqgen;
          SELECT seqgen_create('tiny', 4);
-         SELECT seqgen_set_template('tiny', '{HH}{mm}{ss}-{seq:1}');",
+         SELECT seqgen_set_template('tiny', '{HH}{mm}{ss}-{seq:1}', 'UTC', allow_repeats => true);",
     );
     let mut cl = c.connect();
     // by default a full counter is an error
@@ -137,13 +137,13 @@ fn daily_numbers_survive_crashes() {
     assert_unique("daily numbers across an immediate shutdown and a SIGKILL", &all);
 }
 
-/// Under libfaketime the server clock runs into a new day, then is stepped back 10 minutes
+/// Under the clock shift the server clock runs into a new day, then is stepped back 10 minutes
 /// (to the day before): numbers stay in the new day (the period never moves backwards) and
 /// none is issued twice; a restart with the clock still behind midnight continues in the new
 /// day too.
 #[test]
 fn clock_stepped_back_across_midnight() {
-    let c = Cluster::init("ord_midnight", 56304, &[]).with_faketime();
+    let c = Cluster::init("ord_midnight", 56304, &[]).with_clock_shift();
     // put the server's clock 1.5 s before the next UTC midnight
     let real = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     let midnight = (real / 86_400_000 + 1) * 86_400_000;
@@ -155,6 +155,22 @@ fn clock_stepped_back_across_midnight() {
          SELECT seqgen_create('order', 20);
          SELECT seqgen_set_template('order', 'D{yyyy}{MM}{dd}-{seq:6}');",
     );
+    // every server process sees the shifted clock: the allocation worker's last cycle is
+    // stamped with the same clock as the backends' now() (0.1.0's libfaketime set-up left the
+    // worker on the real clock, hours away)
+    let worker_skew = |c: &Cluster| -> f64 {
+        c.connect()
+            .query_one(
+                "SELECT abs(extract(epoch FROM (SELECT last_cycle FROM seqgen_worker_status()) - now()))::float8",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    std::thread::sleep(Duration::from_millis(1100));
+    let skew = worker_skew(&c);
+    println!("clock shift of {offset} ms: worker and backends {skew:.3} s apart");
+    assert!(skew < 3.0, "the worker's clock is {skew} s away from the backends'");
     let day = |ms: i64| {
         let days = ms.div_euclid(86_400_000);
         // civil date from days since 1970-01-01 (Howard Hinnant's algorithm)
@@ -211,6 +227,9 @@ fn clock_stepped_back_across_midnight() {
     c.start();
     let after = texts(c.connect().query("SELECT seqgen_order_no('order') FROM generate_series(1, 500)", &[]).unwrap());
     assert!(after.iter().all(|n| n.starts_with(&new_day)), "after the restart: {}", after[0]);
+    // the worker wrote the new day's period (computed with the shifted clock)
+    let key = c.one_i64("SELECT period_key FROM seqgen.order_counter WHERE biz_tag = 'order' AND unit = 'day'");
+    assert_eq!(key, midnight / 1000, "period key of the counter");
     all.extend(after);
     assert_unique("clock stepped back across midnight, then a restart behind it", &all);
 }

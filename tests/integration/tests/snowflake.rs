@@ -1,4 +1,4 @@
-//! Snowflake IDs under real concurrency and a real clock moving backwards (libfaketime), and
+//! Snowflake IDs under real concurrency and a real clock moving backwards (every server process shifted together), and
 //! restarts with the clock behind. Every test counts duplicates.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -153,7 +153,7 @@ impl Load {
 /// keep increasing, and each clock event is logged once, not per ID.
 #[test]
 fn clock_steps_back_under_load() {
-    let c = Cluster::init("sf_clock", 56202, &["seqgen.node_id = 5"]).with_faketime();
+    let c = Cluster::init("sf_clock", 56202, &["seqgen.node_id = 5"]).with_clock_shift();
     c.start();
     c.sql("CREATE EXTENSION pg_seqgen;");
     let mut admin = c.connect();
@@ -223,7 +223,7 @@ fn clock_steps_back_under_load() {
 /// minutes behind is refused until the clock is right.
 #[test]
 fn restart_with_the_clock_behind() {
-    let c = Cluster::init("sf_restart", 56203, &["seqgen.node_id = 3"]).with_faketime();
+    let c = Cluster::init("sf_restart", 56203, &["seqgen.node_id = 3"]).with_clock_shift();
     c.start();
     c.sql("CREATE EXTENSION pg_seqgen;");
     let mut l = Ledger::default();
