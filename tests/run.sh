@@ -3,7 +3,8 @@
 #   1. the functional core: cargo test -p seqgen-core (unit and property tests, no PostgreSQL)
 #   2. the #[pg_test]s: cargo pgrx test pg15, in a test cluster with pg_seqgen preloaded
 #   3. the integration and fault suite: real clusters, concurrent sessions, crashes,
-#      standbys, dump/restore (cargo test -p seqgen-integration)
+#      standbys, dump/restore, operator faults, the upgrade from the released 0.1.0
+#      (cargo test -p seqgen-integration; 0.1.0 is built from history by scripts/old_version.sh)
 # Installs whatever is missing first (apt packages, cargo-pgrx 0.18.0, cargo pgrx init).
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$ROOT"
@@ -24,6 +25,8 @@ RUST_TEST_THREADS=1 run cargo pgrx test pg15 --runas postgres --pgdata "$PGRX_TE
 
 say "3/3 integration and fault suite"
 install_extension
+SEQGEN_OLD_PACKAGE=$(bash "$ROOT/scripts/old_version.sh" | tail -1)
+export SEQGEN_OLD_PACKAGE
 run cargo test -p seqgen-integration --test '*' -- --test-threads=2 --nocapture
 
 # one closing line over all three runners

@@ -63,15 +63,17 @@ pub struct Cluster {
     pub name: String,
     pub dir: PathBuf,
     pub port: u16,
-    /// Environment the postmaster runs with (e.g. libfaketime's variables).
+    /// Environment the postmaster runs with (e.g. the clock shift's variables).
     pub env: Vec<(String, String)>,
+    /// The directory of `pg_ctl` and `postgres` (the system's, or a private tree's).
+    pub bin: String,
 }
 
 impl Cluster {
     /// initdb a fresh cluster with pg_seqgen preloaded and `extra` lines in postgresql.conf.
     pub fn init(name: &str, port: u16, extra: &[&str]) -> Cluster {
         let dir = PathBuf::from(format!("/tmp/pg_seqgen_it/{name}"));
-        let c = Cluster { name: name.into(), dir, port, env: vec![] };
+        let c = Cluster { name: name.into(), dir, port, env: vec![], bin: PG_BIN.into() };
         c.stop_quietly();
         let _ = std::fs::remove_dir_all(&c.dir);
         std::fs::create_dir_all(&c.dir).unwrap();
@@ -140,7 +142,7 @@ impl Cluster {
         let data = self.data();
         check(
             as_postgres_env(
-                &format!("{PG_BIN}/pg_ctl"),
+                &format!("{}/pg_ctl", self.bin),
                 &["-D", &data, "-l", &log, "-w", "-t", "120", "start"],
                 &self.env_refs(),
             ),
@@ -153,7 +155,7 @@ impl Cluster {
         let log = format!("{}/log", self.dir.display());
         let data = self.data();
         let out = as_postgres_env(
-            &format!("{PG_BIN}/pg_ctl"),
+            &format!("{}/pg_ctl", self.bin),
             &["-D", &data, "-l", &log, "-w", "-t", "30", "start"],
             &self.env_refs(),
         );
@@ -168,7 +170,7 @@ impl Cluster {
     pub fn stop(&self, mode: &str) {
         let data = self.data();
         check(
-            as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &data, "-m", mode, "-w", "-t", "120", "stop"]),
+            as_postgres(&format!("{}/pg_ctl", self.bin), &["-D", &data, "-m", mode, "-w", "-t", "120", "stop"]),
             "pg_ctl stop",
         );
     }
@@ -176,7 +178,7 @@ impl Cluster {
     fn stop_quietly(&self) {
         let data = self.data();
         if Path::new(&format!("{data}/postmaster.pid")).exists() {
-            let _ = as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &data, "-m", "immediate", "-w", "stop"]);
+            let _ = as_postgres(&format!("{}/pg_ctl", self.bin), &["-D", &data, "-m", "immediate", "-w", "stop"]);
         }
     }
 

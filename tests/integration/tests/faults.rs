@@ -188,7 +188,13 @@ fn failover_to_a_synchronous_standby_reissues_nothing() {
     let p = Cluster::init("fo_primary", 56511, &["wal_level = replica", "max_wal_senders = 4", "seqgen.node_id = 7"]);
     p.start();
     setup_generators(&p);
-    let s = Cluster { name: "fo_standby".into(), dir: "/tmp/pg_seqgen_it/fo_standby".into(), port: 56512, env: vec![] };
+    let s = Cluster {
+        name: "fo_standby".into(),
+        dir: "/tmp/pg_seqgen_it/fo_standby".into(),
+        port: 56512,
+        env: vec![],
+        bin: PG_BIN.into(),
+    };
     let _ = std::fs::remove_dir_all(&s.dir);
     std::fs::create_dir_all(&s.dir).unwrap();
     std::process::Command::new("chown").arg("postgres").arg(&s.dir).status().unwrap();

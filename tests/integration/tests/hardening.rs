@@ -551,7 +551,13 @@ fn a_cancelled_synchronous_commit_publishes_nothing() {
     let p = cluster("h_sync_p", 56608, &["wal_level = replica", "max_wal_senders = 4"]);
     p.start();
     p.sql("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('t', 10);");
-    let s = Cluster { name: "h_sync_s".into(), dir: "/tmp/pg_seqgen_it/h_sync_s".into(), port: 56609, env: vec![] };
+    let s = Cluster {
+        name: "h_sync_s".into(),
+        dir: "/tmp/pg_seqgen_it/h_sync_s".into(),
+        port: 56609,
+        env: vec![],
+        bin: PG_BIN.into(),
+    };
     let _ = std::fs::remove_dir_all(&s.dir);
     std::fs::create_dir_all(&s.dir).unwrap();
     std::process::Command::new("chown").arg("postgres").arg(&s.dir).status().unwrap();

@@ -151,8 +151,13 @@ fn standby_refuses_then_promotes_above_primary() {
     let mut before = Ledger::default();
     before.add(ids(p.connect().query("SELECT seqgen_next('s') FROM generate_series(1, 3000)", &[]).unwrap()));
 
-    let s =
-        Cluster { name: "seg_standby".into(), dir: "/tmp/pg_seqgen_it/seg_standby".into(), port: 56105, env: vec![] };
+    let s = Cluster {
+        name: "seg_standby".into(),
+        dir: "/tmp/pg_seqgen_it/seg_standby".into(),
+        port: 56105,
+        env: vec![],
+        bin: PG_BIN.into(),
+    };
     let _ = std::fs::remove_dir_all(&s.dir);
     std::fs::create_dir_all(&s.dir).unwrap();
     std::process::Command::new("chown").arg("postgres").arg(&s.dir).status().unwrap();

@@ -1,0 +1,160 @@
+//! Upgrading from the released 0.1.0: install it, use every generator, install this version's
+//! files, restart, `ALTER EXTENSION pg_seqgen UPDATE`, and draw on with nothing repeated. The
+//! upgraded catalog must be the one a fresh install creates.
+//!
+//! 0.1.0 is built from this repository's history by `scripts/old_version.sh`
+//! (`tests/run.sh` runs it and passes its path in `SEQGEN_OLD_PACKAGE`). Both versions run
+//! from a private PostgreSQL tree (real copies of `postgres` and `pg_ctl`, links to the rest
+//! of the system installation), so the system installation keeps this version.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::Command;
+
+use seqgen_integration::*;
+
+const TREE: &str = "/tmp/pg_seqgen_it/upgrade_tree";
+const LIB: &str = "usr/lib/postgresql/15/lib";
+const EXT: &str = "usr/share/postgresql/15/extension";
+
+fn run(cmd: &str) {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A PostgreSQL tree under TREE that finds its share and lib directories relative to itself.
+fn make_tree() {
+    run(&format!(
+        "rm -rf {TREE} && mkdir -p {TREE}/usr/lib/postgresql/15/bin {TREE}/usr/share/postgresql \
+         && cp -as /usr/lib/postgresql/15/lib {TREE}/usr/lib/postgresql/15/lib \
+         && cp -as /usr/share/postgresql/15 {TREE}/usr/share/postgresql/15 \
+         && cp /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/pg_ctl {TREE}/usr/lib/postgresql/15/bin/ \
+         && chmod -R a+rX {TREE}"
+    ));
+}
+
+/// Put version `from`'s pg_seqgen files into the tree (`from` is a package root: a directory
+/// holding usr/lib/... and usr/share/..., or "/" for the system installation).
+fn install_version(from: &str, version_files: &[&str]) {
+    run(&format!("rm -f {TREE}/{LIB}/pg_seqgen.so {TREE}/{EXT}/pg_seqgen*"));
+    run(&format!("cp {from}/{LIB}/pg_seqgen.so {TREE}/{LIB}/"));
+    for f in version_files {
+        run(&format!("cp {from}/{EXT}/{f} {TREE}/{EXT}/"));
+    }
+    run(&format!("chmod -R a+rX {TREE}"));
+}
+
+fn catalog_shape(c: &mut Client) -> Vec<String> {
+    let q = "
+        SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable
+               || ' ' || coalesce(column_default, '')
+          FROM information_schema.columns WHERE table_schema = 'seqgen'
+        UNION ALL
+        SELECT 'trigger ' || tgrelid::regclass || ' ' || tgname || ' ' || tgenabled::text || ' ' || tgtype
+          FROM pg_trigger WHERE tgrelid::regclass::text LIKE 'seqgen.%' AND NOT tgisinternal
+        UNION ALL
+        SELECT 'function ' || p.oid::regprocedure || ' ' || p.provolatile::text || p.proisstrict || p.proparallel::text
+               || ' ' || pg_get_function_result(p.oid) || ' ' || coalesce(p.proacl::text, 'default')
+          FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+          JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
+        UNION ALL
+        SELECT 'table ' || c.oid::regclass || ' ' || coalesce(c.relacl::text, 'default')
+          FROM pg_class c WHERE c.relnamespace = 'seqgen'::regnamespace
+        UNION ALL
+        SELECT 'constraint ' || conrelid::regclass || ' ' || pg_get_constraintdef(oid)
+          FROM pg_constraint WHERE connamespace = 'seqgen'::regnamespace
+        UNION ALL
+        SELECT 'dumped ' || unnest(extconfig)::regclass FROM pg_extension WHERE extname = 'pg_seqgen'
+        ORDER BY 1";
+    c.query(q, &[]).unwrap().iter().map(|r| r.get(0)).collect()
+}
+
+#[test]
+fn upgrade_from_0_1_0_repeats_nothing() {
+    let old = std::env::var("SEQGEN_OLD_PACKAGE")
+        .expect("SEQGEN_OLD_PACKAGE: the 0.1.0 package tree (run scripts/old_version.sh; tests/run.sh does)");
+    assert!(Path::new(&format!("{old}/{LIB}/pg_seqgen.so")).exists(), "no 0.1.0 build in {old}");
+    make_tree();
+    install_version(&old, &["pg_seqgen.control", "pg_seqgen--0.1.0.sql"]);
+    let mut c = Cluster::init("upgrade", 56701, &["seqgen.node_id = 2"]);
+    c.bin = format!("{TREE}/usr/lib/postgresql/15/bin");
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create('seg', 100);
+         SELECT seqgen_create('ord', 50);
+         SELECT seqgen_set_template('ord', 'U{yyyy}{MM}{dd}-{seq:6}');
+         SELECT seqgen_create('plain', 50);
+         SELECT seqgen_set_template('plain', 'P{seq:8}');
+         SELECT seqgen_create('rep', 50);
+         SELECT seqgen_set_template('rep', '{dd}-{seq:5}');
+         SELECT seqgen_create('opq', 100);
+         SELECT seqgen_make_opaque('opq');",
+    );
+    let version: String =
+        c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
+    assert_eq!(version, "0.1.0");
+    let draw = |c: &Cluster| -> (Vec<i64>, Vec<i64>, Vec<i64>, Vec<String>) {
+        let mut cl = c.connect();
+        let ints =
+            |cl: &mut Client, sql: &str| -> Vec<i64> { cl.query(sql, &[]).unwrap().iter().map(|r| r.get(0)).collect() };
+        let seg = ints(&mut cl, "SELECT seqgen_next('seg') FROM generate_series(1, 1500)");
+        let mut opq = ints(&mut cl, "SELECT seqgen_next('opq') FROM generate_series(1, 700)");
+        opq.extend(ints(&mut cl, "SELECT seqgen_next_batch('opq', 600)"));
+        let sf = ints(&mut cl, "SELECT seqgen_snowflake() FROM generate_series(1, 3000)");
+        let mut ord: Vec<String> = vec![];
+        for tag in ["ord", "plain", "rep"] {
+            ord.extend(
+                cl.query(&format!("SELECT seqgen_order_no('{tag}') FROM generate_series(1, 300)"), &[])
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get::<_, String>(0)),
+            );
+        }
+        (seg, opq, sf, ord)
+    };
+    let before = draw(&c);
+    // the new files, a restart (crash-like: immediate), and the update
+    c.stop("immediate");
+    install_version("/", &["pg_seqgen.control", "pg_seqgen--0.2.0.sql", "pg_seqgen--0.1.0--0.2.0.sql"]);
+    run(&format!("cp {old}/{EXT}/pg_seqgen--0.1.0.sql {TREE}/{EXT}/"));
+    c.start();
+    // until the update, calls are refused with a clear error
+    let err = c.connect().query_one("SELECT seqgen_next('seg')", &[]).unwrap_err();
+    println!("before ALTER EXTENSION UPDATE: {} ({:?})", err, sqlstate(&err));
+    assert_eq!(sqlstate(&err).as_deref(), Some("55000"));
+    c.sql("ALTER EXTENSION pg_seqgen UPDATE");
+    let version: String =
+        c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
+    assert_eq!(version, "0.2.0");
+    let after = draw(&c);
+
+    for (what, a, b) in
+        [("segment", &before.0, &after.0), ("opaque", &before.1, &after.1), ("snowflake", &before.2, &after.2)]
+    {
+        let mut l = Ledger::default();
+        l.add(a.iter().copied());
+        l.add(b.iter().copied());
+        l.assert_unique(&format!("upgrade 0.1.0 -> 0.2.0, {what} IDs"));
+        assert!(b.iter().min() > a.iter().max() || what == "opaque", "{what}: new IDs below old ones");
+    }
+    let mut seen = HashSet::new();
+    let all: Vec<&String> = before.3.iter().chain(&after.3).collect();
+    let dups = all.iter().filter(|n| !seen.insert(**n)).count();
+    println!("upgrade 0.1.0 -> 0.2.0, order numbers: {} checked, {dups} duplicates", all.len());
+    assert_eq!(dups, 0);
+
+    // the upgraded catalog is the one a fresh install creates
+    let upgraded = catalog_shape(&mut c.connect());
+    c.sql("CREATE DATABASE fresh");
+    let mut f = c.connect_db("fresh");
+    f.batch_execute("CREATE EXTENSION pg_seqgen").unwrap();
+    let fresh = catalog_shape(&mut f);
+    let only_upgraded: Vec<&String> = upgraded.iter().filter(|l| !fresh.contains(l)).collect();
+    let only_fresh: Vec<&String> = fresh.iter().filter(|l| !upgraded.contains(l)).collect();
+    println!("catalog: {} objects compared", fresh.len());
+    assert!(
+        only_upgraded.is_empty() && only_fresh.is_empty(),
+        "the upgraded catalog differs from a fresh one:\nonly upgraded: {only_upgraded:#?}\nonly fresh: {only_fresh:#?}"
+    );
+}
