@@ -92,6 +92,19 @@ for label, name in [("`SELECT 1`", "select1"),
                     ("`SELECT seqgen_next('p')` (step 100, adaptive off)", "seqgen_next_step100")]:
     tps, p99, p999 = pgbench(name)
     print(f"| {label} | {tps:,.0f} | {tps / base[0]:.2f}x | {p99} | {p999} | {p999 / base[2]:.2f}x |")
+new = [pgbench("seqgen_next_step100"), pgbench("seqgen_next_step100_2")]
+old = [pgbench("old_step100"), pgbench("old_step100_2")]
+print()
+print("**Step 100 against the release**: the same pgbench script on a second cluster running pg_seqgen 0.1.0, "
+      "alternating with this version (two rounds each):")
+print()
+print("| version | TPS (round 1, round 2) | mean TPS | ratio to 0.1.0 | p99.9 (us, rounds) |")
+print("| --- | ---: | ---: | ---: | ---: |")
+old_mean = sum(r[0] for r in old) / 2
+for label, runs in [("this version", new), ("0.1.0", old)]:
+    mean = sum(r[0] for r in runs) / 2
+    print(f"| {label} | {runs[0][0]:,.0f}, {runs[1][0]:,.0f} | {mean:,.0f} | {mean / old_mean:.2f}x | "
+          f"{runs[0][2]}, {runs[1][2]} |")
 waits = dict(line.strip().split("|") for line in open(os.path.join(out, "waits.tsv")) if "|" in line)
 print()
 print(f"Draws that waited for a segment: tag b {waits.get('b', '?')}, tag p {waits.get('p', '?')}.")

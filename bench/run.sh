@@ -18,11 +18,20 @@ BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 
 ensure_deps
 install_extension
+OLD_PKG=$(bash "$ROOT/scripts/old_version.sh" | tail -1)
+OLD_DIR=/tmp/pg_seqgen_bench_old
+OLD_PORT=$((PORT + 1))
 
 say "starting a throwaway cluster in $DIR"
 cluster_init "$DIR" "$PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min"
 cluster_start "$DIR"
-trap 'cluster_stop "$DIR" fast' EXIT
+say "starting a second cluster with pg_seqgen 0.1.0 (the release), for the step-100 row"
+OLD_TREE=/tmp/pg_seqgen_bench_old_tree
+make_pg_tree "$OLD_TREE" "$OLD_PKG"
+cluster_init "$OLD_DIR" "$OLD_PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "seqgen.adaptive_step = off"
+cluster_start "$OLD_DIR" "$OLD_TREE/usr/lib/postgresql/$PG_MAJOR/bin"
+trap 'cluster_stop "$DIR" fast; cluster_stop "$OLD_DIR" fast' EXIT
+psql_at "$OLD_DIR" "$OLD_PORT" -c "CREATE EXTENSION pg_seqgen" -c "SELECT seqgen_create('p', 100)" >/dev/null
 mkdir -p "$OUT" && chown postgres "$OUT"
 
 psql_at "$DIR" "$PORT" -f "$BENCH_DIR/setup.sql" >/dev/null
@@ -32,10 +41,10 @@ psql_at "$DIR" "$PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/single.sql" >
 
 say "pgbench: 8 clients, 2 threads, prepared, ${SECONDS_EACH}s each"
 pgbench_run() {
-    local name=$1 sql=$2
+    local name=$1 sql=$2 dir=${3:-$DIR} port=${4:-$PORT}
     echo "$sql" > "$OUT/$name.sql"
     rm -f "$OUT/log_$name".*
-    (cd "$OUT" && sudo -u postgres "$PG_BIN/pgbench" -h "$DIR" -p "$PORT" -n -c 8 -j 2 -M prepared \
+    (cd "$OUT" && sudo -u postgres "$PG_BIN/pgbench" -h "$dir" -p "$port" -n -c 8 -j 2 -M prepared \
         -T "$SECONDS_EACH" --log --log-prefix="$OUT/log_$name" -f "$OUT/$name.sql" postgres) \
         > "$OUT/$name.out" 2>&1
     grep -q "tps = " "$OUT/$name.out" || { cat "$OUT/$name.out"; exit 1; }
@@ -50,7 +59,12 @@ pgbench_run uuid "SELECT gen_random_uuid();"
 pgbench_run seqgen_next "SELECT seqgen_next('b');"
 pgbench_run snowflake "SELECT seqgen_snowflake();"
 set_adaptive off
+# a segment switch every 100 IDs, this version and 0.1.0 alternately (two rounds each), so
+# drift on this shared machine hits both alike
 pgbench_run seqgen_next_step100 "SELECT seqgen_next('p');"
+pgbench_run old_step100 "SELECT seqgen_next('p');" "$OLD_DIR" "$OLD_PORT"
+pgbench_run seqgen_next_step100_2 "SELECT seqgen_next('p');"
+pgbench_run old_step100_2 "SELECT seqgen_next('p');" "$OLD_DIR" "$OLD_PORT"
 set_adaptive on
 
 psql_at "$DIR" "$PORT" -At -c "SELECT biz_tag, waits FROM seqgen_status()" > "$OUT/waits.tsv"

@@ -67,9 +67,28 @@ cluster_init() {
     } | sudo -u postgres tee -a "$dir/data/postgresql.conf" >/dev/null
 }
 
+# cluster_start DIR [BIN]: BIN is the directory of pg_ctl and postgres (default: the system's).
 cluster_start() {
-    local dir=$1
-    sudo -u postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 start >/dev/null
+    local dir=$1 bin=${2:-$PG_BIN}
+    sudo -u postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 start >/dev/null
+}
+
+# make_pg_tree TREE PACKAGE: a private PostgreSQL installation in TREE (real copies of postgres
+# and pg_ctl, links to the rest of the system's) whose pg_seqgen files come from PACKAGE (a
+# `cargo pgrx package` tree, e.g. the one scripts/old_version.sh builds). Its bin directory is
+# TREE/usr/lib/postgresql/$PG_MAJOR/bin; PostgreSQL finds its lib and share directories
+# relative to it.
+make_pg_tree() {
+    local tree=$1 pkg=$2 lib=usr/lib/postgresql/$PG_MAJOR/lib ext=usr/share/postgresql/$PG_MAJOR/extension
+    rm -rf "$tree"
+    mkdir -p "$tree/usr/lib/postgresql/$PG_MAJOR/bin" "$tree/usr/share/postgresql"
+    cp -as "/usr/lib/postgresql/$PG_MAJOR/lib" "$tree/usr/lib/postgresql/$PG_MAJOR/lib"
+    cp -as "/usr/share/postgresql/$PG_MAJOR" "$tree/usr/share/postgresql/$PG_MAJOR"
+    cp "$PG_BIN/postgres" "$PG_BIN/pg_ctl" "$tree/usr/lib/postgresql/$PG_MAJOR/bin/"
+    rm -f "$tree/$lib/pg_seqgen.so" "$tree/$ext"/pg_seqgen*
+    cp "$pkg/$lib/pg_seqgen.so" "$tree/$lib/"
+    cp "$pkg/$ext"/pg_seqgen* "$tree/$ext/"
+    chmod -R a+rX "$tree"
 }
 
 cluster_stop() {
