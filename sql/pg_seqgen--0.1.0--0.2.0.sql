@@ -97,7 +97,10 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8) FRO
 REVOKE ALL ON FUNCTION @extschema@.seqgen_worker_status() FROM PUBLIC;
 
 -- 3. Order-number counters per tag and period unit. 0.1.0 kept one (period_key, period_max)
---    per tag, for the template of the time; it moves to that template's unit.
+--    per tag, shared by every template the tag had (a template's numbers may have been
+--    issued under another unit's period key). It is copied to every unit: each unit then
+--    continues at or above the latest period 0.1.0 used, above its highest number, which
+--    can leave a gap but never re-enters a number 0.1.0 issued.
 CREATE TABLE seqgen.order_counter (
     biz_tag     pg_catalog.text NOT NULL REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
     unit        pg_catalog.text NOT NULL
@@ -113,8 +116,9 @@ SELECT pg_catalog.pg_extension_config_dump('seqgen.order_counter', '');
 REVOKE ALL ON TABLE seqgen.order_counter FROM PUBLIC;
 
 INSERT INTO seqgen.order_counter (biz_tag, unit, period_key, period_max)
-    SELECT t.biz_tag, @extschema@.seqgen_template_unit(t.template), t.period_key, t.period_max
+    SELECT t.biz_tag, u.unit, t.period_key, t.period_max
     FROM seqgen.template t
+    CROSS JOIN pg_catalog.unnest('{none,year,month,day,hour,minute,second}'::pg_catalog.text[]) AS u(unit)
     WHERE t.period_key OPERATOR(pg_catalog.>) (-9223372036854775808)::pg_catalog.int8;
 
 DROP TRIGGER template_guard ON seqgen.template;

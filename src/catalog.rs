@@ -53,7 +53,7 @@ const SNOWFLAKE_INSERT: &str = "INSERT INTO seqgen.snowflake (singleton, reserve
 const TEMPLATE_READ: &str = "SELECT t.template, t.time_zone, k.key FROM seqgen.template t \
      LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
      WHERE t.biz_tag OPERATOR(pg_catalog.=) $1";
-const ORDER_LOCK: &str = "SELECT t.template, a.step, a.tableoid::pg_catalog.int8, a.tag_id \
+const ORDER_LOCK: &str = "SELECT t.template, a.step, a.tableoid::pg_catalog.int8, a.tag_id, t.time_zone \
      FROM seqgen.template t JOIN seqgen.alloc a ON a.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
      WHERE t.biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE OF t SKIP LOCKED";
 const ORDER_EXISTS: &str = "SELECT true FROM seqgen.template WHERE biz_tag OPERATOR(pg_catalog.=) $1";
@@ -175,7 +175,7 @@ impl Plans {
     }
 
     /// Reserve the next block of order-number counter values for `tag`, whose row is `expect`
-    /// and whose template is `text`, for period `want` or (never earlier than) the latest
+    /// and whose template and zone are `template`, for period `want` or (never earlier than) the latest
     /// period its template's unit has used. Counters are kept per unit: a period a template
     /// of that unit used is continued above its highest number, however the template changed
     /// in between. Never blocks on a row lock.
@@ -184,7 +184,7 @@ impl Plans {
         client: &mut SpiClient<'_>,
         tag: &str,
         expect: Ident,
-        text: &str,
+        template: (&str, &str),
         want: i64,
         size: impl FnOnce(i64) -> i64,
     ) -> spi::Result<OrderReserve> {
@@ -196,7 +196,8 @@ impl Plans {
         let row = row.first();
         let current: String = row.get(1)?.unwrap_or_default();
         let step: i32 = row.get(2)?.unwrap_or(1);
-        if ident_of(row.get(3)?, row.get(4)?) != expect || current != text {
+        let zone: String = row.get(5)?.unwrap_or_default();
+        if ident_of(row.get(3)?, row.get(4)?) != expect || (current.as_str(), zone.as_str()) != template {
             return Ok(OrderReserve::Stale);
         }
         let Ok(t) = template::parse(&current) else {

@@ -6,8 +6,6 @@
 //! tag's shared-memory slot, so drawing IDs needs no table; the reveal functions read it from
 //! the table with the caller's privileges, so ordinary roles are refused.
 
-use std::sync::atomic::Ordering;
-
 use pgrx::prelude::*;
 use seqgen_core::opaque::{Domain, Key, KEY_BYTES};
 use seqgen_core::template;
@@ -15,18 +13,6 @@ use seqgen_core::template;
 use crate::catalog::first_row;
 use crate::error::{check_tag, OrRaise, Result, SeqgenError};
 use crate::guc;
-use crate::shmem::TagSlot;
-
-/// The opaque ID for counter value `v` of the tag in `slot` (whose key and domain the worker
-/// stored before publishing the segment `v` came from).
-#[inline]
-pub fn permute_id(slot: &TagSlot, v: i64) -> i64 {
-    match slot.key() {
-        Some(key) => permute_with(slot.opaque_from.load(Ordering::Relaxed), &key, v),
-        // cannot happen: the worker stores the key before publishing an opaque segment
-        None => SeqgenError::Internal(format!("opaque value {v} without its key")).raise(),
-    }
-}
 
 /// The opaque ID for counter value `v` of a tag whose IDs are permuted above `from` with `key`.
 #[inline]

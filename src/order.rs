@@ -316,7 +316,8 @@ fn wait_for_block(tag: &str, r: Resolved, loc: &mut Local, epoch: u32, period: i
                 if guc::ORDER_NO_OVERFLOW.get() == Overflow::Wait && short && Instant::now() < deadline {
                     // wait for the next period, then ask for a block of it
                     let span = loc.template.locate(loc.tz, shmem::now_ms());
-                    let sleep = (span.end_ms - shmem::now_ms()).clamp(1, 1000);
+                    let left = deadline.saturating_duration_since(Instant::now()).as_millis() as i64;
+                    let sleep = (span.end_ms - shmem::now_ms()).clamp(1, 1000).min(left.max(1));
                     unsafe { pg_sys::pg_usleep(sleep * 1000) };
                     pgrx::check_for_interrupts!();
                     want = clock_key(loc).max(full + 1);

@@ -35,8 +35,13 @@ struct Queue {
 
 static QUEUE: BackendLocal<Queue> = BackendLocal::new();
 
-/// Queue `action` for the commit (or prepare) of the current transaction.
+/// Queue `action` for the commit (or prepare) of the current transaction. Changes in a
+/// database the worker does not serve concern no slot.
 pub fn at_commit(action: Action) {
+    let served = crate::shmem::header().map(|h| h.served_db.load(std::sync::atomic::Ordering::Acquire));
+    if served.is_some_and(|db| db != 0 && db != unsafe { pg_sys::MyDatabaseId }.to_u32()) {
+        return;
+    }
     let mut q = QUEUE.get();
     if !q.registered {
         unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };

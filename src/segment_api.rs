@@ -148,8 +148,17 @@ pub fn next(tag: &str) -> Result<i64> {
                 if prefetch {
                     request_segment(r.slot);
                 }
-                if r.slot.gen.load(Ordering::Acquire) == r.gen {
-                    return if mode == 0 { Ok(value) } else { present(r.slot, value, mode) };
+                if mode == 0 {
+                    if r.slot.gen.load(Ordering::Acquire) == r.gen {
+                        return Ok(value);
+                    }
+                } else {
+                    // read the key (or node bits) before re-checking the generation: a slot
+                    // retired and reassigned meanwhile has another key
+                    let p = Presenter::capture(&r, mode);
+                    if r.slot.gen.load(Ordering::Acquire) == r.gen {
+                        return Ok(p?.present(value));
+                    }
                 }
                 // The slot was retired while we drew: discard the value and resolve again.
                 forget(tag);
@@ -268,20 +277,6 @@ impl Presenter {
             None => interleave(v, ((self.mode >> 8) & 0xff) as u32, guc::NODE_ID.get().max(0) as u32),
         }
     }
-}
-
-/// The ID for counter value `v` of a segment in `mode` (see [`crate::worker::mode`]).
-#[inline]
-fn present(slot: &shmem::TagSlot, v: i64, mode: i64) -> Result<i64> {
-    if mode & MODE_OPAQUE != 0 {
-        return Ok(crate::opaque::permute_id(slot, v));
-    }
-    let bits = ((mode >> 8) & 0xff) as u32;
-    let node = guc::NODE_ID.get().max(0) as u32;
-    if node as u64 >= 1u64 << bits {
-        return Err(SeqgenError::NodeDoesNotFit { node, bits });
-    }
-    Ok(interleave(v, bits, node))
 }
 
 /// The ranges making up a batch, `(start, len, presenter)`: what the current segment can

@@ -414,12 +414,14 @@ impl Mailbox {
 
     /// Free the mailbox if it is still in use number `seq` in state `from`.
     pub fn free(&self, seq: u64, from: u32) -> bool {
+        let owner = self.owner.load(Ordering::Acquire);
         let ok = self
             .word
             .compare_exchange(mb_word(seq, from), mb_word(seq + 1, MB_FREE), Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
         if ok {
-            self.owner.store(0, Ordering::Release);
+            // only if no new owner claimed it meanwhile
+            let _ = self.owner.compare_exchange(owner, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
         ok
     }

@@ -243,8 +243,9 @@ pub fn report_failure(h: &Header, c: u32) {
 
 /// Raise the snowflake generator at once so that every later ID is above `min_id`, e.g. after
 /// an asynchronous failover to a standby that may have missed the old primary's last
-/// reservation. The next ID waits for the worker to persist a reservation above it, so the
-/// raise also survives a restart. Returns the generator's new floor as an ID. Never lowers it.
+/// reservation. Returns once a reservation above the new floor is persisted, so the raise
+/// survives a restart. Returns the last ID the generator counts as issued (every later ID is
+/// above it). Never lowers the generator.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_snowflake_advance(min_id: i64) -> i64 {
     crate::wait::begin_call();
@@ -265,9 +266,13 @@ fn advance(min_id: i64) -> Result<i64> {
     // resume could not tell the two apart)
     wait_loaded(h)?;
     sf.gen.raise_above(min_id, layout);
-    // the next ID asks for a reservation above the new floor
-    sf.refresh_at.store(i64::MIN, Ordering::Release);
+    // Durable before it returns: wait until the worker has persisted a reservation above the
+    // new floor, so a restart right after this call still resumes above `min_id`.
     let (last_ts, last_seq) = sf.gen.last(layout);
+    sf.refresh_at.store(i64::MIN, Ordering::Release);
+    if sf.gen.reserved() <= last_ts + 1 {
+        wait_for_reservation(h, last_ts + 1)?;
+    }
     Ok(layout.compose(last_ts, last_seq))
 }
 

@@ -185,9 +185,9 @@ enum Job {
     Template { mb: usize, seq: u64, slot: SlotRef },
     /// Reserve the next segment of an active slot. `asked`: a caller is waiting for it.
     Prefetch { slot: SlotRef, asked: bool },
-    /// Reserve the next order-number counter block of a slot (whose template is `text`), for
-    /// period `want` or later.
-    Order { slot: SlotRef, text: String, want: i64, asked: bool },
+    /// Reserve the next order-number counter block of a slot (whose template is `text` in time
+    /// zone `zone`), for period `want` or later.
+    Order { slot: SlotRef, text: String, zone: String, want: i64, asked: bool },
     /// Load or extend the snowflake reservation; `ts` is the reservation to persist.
     Snowflake { job: SnowflakeJob, ts: i64 },
     /// Check that every loaded slot still serves its catalog row.
@@ -249,8 +249,9 @@ impl JobError {
 
 struct Worker {
     last_periodic_ms: i64,
-    /// Parsed templates of the slots (slot index -> template version, text, template, zone).
-    templates: HashMap<usize, (u64, String, Template, Tz)>,
+    /// Parsed templates of the slots (slot index -> template version, text, zone name,
+    /// template, zone).
+    templates: HashMap<usize, (u64, String, String, Template, Tz)>,
     /// Prepared once the catalog exists; dropped when it goes away.
     plans: Option<catalog::Plans>,
     /// The catalog OID the plans were prepared for.
@@ -416,7 +417,7 @@ impl Worker {
             if s.ord.has_next() {
                 continue;
             }
-            let Some((text, template, tz)) = self.template_of(i, s) else { continue };
+            let Some((text, zone, template, tz)) = self.template_of(i, s) else { continue };
             let span = template.locate(tz, now);
             let snap = s.ord.snapshot();
             let current = snap.current.map(|c| c.period).unwrap_or(i64::MIN);
@@ -437,17 +438,17 @@ impl Worker {
                 None
             };
             if let (Some(want), Some(slot)) = (job_want, SlotRef::of(i, s)) {
-                jobs.push(Job::Order { slot, text, want, asked });
+                jobs.push(Job::Order { slot, text, zone, want, asked });
             }
         }
         jobs
     }
 
-    fn template_of(&mut self, idx: usize, s: &TagSlot) -> Option<(String, Template, Tz)> {
+    fn template_of(&mut self, idx: usize, s: &TagSlot) -> Option<(String, String, Template, Tz)> {
         let version = s.tpl.version.load(Ordering::Acquire);
-        if let Some((v, text, t, z)) = self.templates.get(&idx) {
+        if let Some((v, text, zone, t, z)) = self.templates.get(&idx) {
             if *v == version {
-                return Some((text.clone(), t.clone(), *z));
+                return Some((text.clone(), zone.clone(), t.clone(), *z));
             }
         }
         let (version, state, text, zone) = s.tpl.read();
@@ -456,8 +457,8 @@ impl Worker {
         }
         let t = template::parse(&text).ok()?;
         let z = template::parse_time_zone(&zone).ok()?;
-        self.templates.insert(idx, (version, text.clone(), t.clone(), z));
-        Some((text, t, z))
+        self.templates.insert(idx, (version, text.clone(), zone.clone(), t.clone(), z));
+        Some((text, zone, t, z))
     }
 }
 
@@ -575,11 +576,11 @@ fn run_job(
         },
         Job::Range { slot, n, .. } => Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |_| *n)?),
         Job::Template { slot, .. } => Outcome::Template(plans.template_read(client, &slot.tag, slot.ident)?),
-        Job::Order { slot, text, want, .. } => {
+        Job::Order { slot, text, zone, want, .. } => {
             let s = &slots[slot.idx];
             let cur = s.ord_cur_step.load(Ordering::Relaxed);
             let lasted = Duration::from_millis((now - s.ord_last_ms.load(Ordering::Relaxed)).max(0) as u64);
-            Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, text, *want, |step| {
+            Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, (text, zone), *want, |step| {
                 policy.next_step(cur, step, Some(lasted))
             })?)
         }
@@ -758,6 +759,11 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
         (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Stale)) => {
             retire_ref(h, slot);
             answer(&h.mailboxes[*mb], *seq, code::STALE, 0, 0, "")
+        }
+        (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Missing)) => {
+            // the row is gone: the slot's cached segments must not be served any more
+            retire_ref(h, slot);
+            answer(&h.mailboxes[*mb], *seq, code::UNKNOWN_TAG, 0, 0, "")
         }
         (Job::Load { mb, seq, .. } | Job::Range { mb, seq, .. }, o) => answer_failure(&h.mailboxes[*mb], *seq, &o),
         (Job::Template { mb, seq, slot }, o) => {

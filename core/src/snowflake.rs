@@ -306,7 +306,8 @@ impl Generator {
     /// generator. The reservation is left alone, so the next ID above it waits until a
     /// reservation above the new floor is persisted ([`NextError::NeedReservation`]).
     pub fn raise_above(&self, high_water_id: i64, layout: &Layout) {
-        let floor = layout.ts_floor_for(high_water_id);
+        // strictly above: the first timestamp all of whose IDs exceed `high_water_id`
+        let floor = layout.ts_floor_for(high_water_id.saturating_add(1));
         if floor == 0 {
             return;
         }
@@ -692,6 +693,13 @@ mod tests {
         g.raise_above(high, &layout);
         let (ts, _) = g.last(&layout);
         assert!(layout.compose(ts + 1, 0) > high);
+        // strictly above, even for an ID with sequence 0 at a millisecond's start
+        let g2 = Generator::new();
+        g2.resume_above(0, &layout);
+        g2.raise_above(layout.compose(30_000, 0), &layout);
+        let (ts2, seq2) = g2.last(&layout);
+        // "last issued" is the end of millisecond 30000: the next ID has a later timestamp
+        assert_eq!((ts2, seq2), (30_000, layout.max_seq()), "the next ID could be compose(30000, 0) itself");
         // below the current state: no change
         g.raise_above(layout.compose(100, 0), &layout);
         assert_eq!(g.last(&layout).0, ts);

@@ -114,6 +114,18 @@ fn upgrade_from_0_1_0_repeats_nothing() {
         (seg, opq, sf, ord)
     };
     let before = draw(&c);
+    // 0.1.0 kept one counter per tag for every template: a daily template, then a monthly one
+    // on the same day (its numbers continue the day's counter)
+    let mut cl = c.connect();
+    let mut switched: Vec<String> = vec![];
+    let texts =
+        |cl: &mut Client, sql: &str| -> Vec<String> { cl.query(sql, &[]).unwrap().iter().map(|r| r.get(0)).collect() };
+    cl.batch_execute("SELECT seqgen_create('sw', 20); SELECT seqgen_set_template('sw', 'W{yyyy}{MM}{dd}-{seq:6}')")
+        .unwrap();
+    switched.extend(texts(&mut cl, "SELECT seqgen_order_no('sw') FROM generate_series(1, 100)"));
+    cl.batch_execute("SELECT seqgen_set_template('sw', 'W{yyyy}{MM}-{seq:6}')").unwrap();
+    switched.extend(texts(&mut cl, "SELECT seqgen_order_no('sw') FROM generate_series(1, 100)"));
+    drop(cl);
     // the new files, a restart (crash-like: immediate), and the update
     c.stop("immediate");
     install_version("/", &["pg_seqgen.control", "pg_seqgen--0.2.0.sql", "pg_seqgen--0.1.0--0.2.0.sql"]);
@@ -128,6 +140,19 @@ fn upgrade_from_0_1_0_repeats_nothing() {
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
     assert_eq!(version, "0.2.0");
     let after = draw(&c);
+    // back to the daily template after the upgrade: the day continues above 0.1.0's numbers
+    let mut cl = c.connect();
+    cl.batch_execute("SELECT seqgen_set_template('sw', 'W{yyyy}{MM}{dd}-{seq:6}')").unwrap();
+    switched.extend(texts(&mut cl, "SELECT seqgen_order_no('sw') FROM generate_series(1, 100)"));
+    cl.batch_execute("SELECT seqgen_set_template('sw', 'W{yyyy}{MM}-{seq:6}')").unwrap();
+    switched.extend(texts(&mut cl, "SELECT seqgen_order_no('sw') FROM generate_series(1, 100)"));
+    let mut seen = HashSet::new();
+    let dups = switched.iter().filter(|n| !seen.insert(*n)).count();
+    println!(
+        "upgrade 0.1.0 -> 0.2.0, a template switched day/month across the upgrade: {} numbers, {dups} duplicates",
+        switched.len()
+    );
+    assert_eq!(dups, 0);
 
     for (what, a, b) in
         [("segment", &before.0, &after.0), ("opaque", &before.1, &after.1), ("snowflake", &before.2, &after.2)]
