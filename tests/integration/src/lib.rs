@@ -120,6 +120,32 @@ impl Cluster {
         std::fs::rename(&tmp, &file).unwrap();
     }
 
+    /// A streaming standby of this (running) cluster, made with `pg_basebackup -R`, started.
+    pub fn standby(&self, name: &str, port: u16) -> Cluster {
+        let s = Cluster {
+            name: name.into(),
+            dir: format!("/tmp/pg_seqgen_it/{name}").into(),
+            port,
+            env: vec![],
+            bin: self.bin.clone(),
+        };
+        s.stop_quietly();
+        let _ = std::fs::remove_dir_all(&s.dir);
+        std::fs::create_dir_all(&s.dir).unwrap();
+        check(Command::new("chown").arg("postgres").arg(&s.dir).output().unwrap(), "chown");
+        let (host, primary_port) = (self.dir.display().to_string(), self.port.to_string());
+        check(
+            as_postgres(
+                &format!("{PG_BIN}/pg_basebackup"),
+                &["-h", &host, "-p", &primary_port, "-U", "postgres", "-D", &s.data(), "-R", "-X", "stream"],
+            ),
+            "pg_basebackup",
+        );
+        s.append_conf(&format!("port = {port}\nunix_socket_directories = '{}'", s.dir.display()));
+        s.start();
+        s
+    }
+
     pub fn data(&self) -> String {
         format!("{}/data", self.dir.display())
     }

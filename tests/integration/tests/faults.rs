@@ -188,27 +188,7 @@ fn failover_to_a_synchronous_standby_reissues_nothing() {
     let p = Cluster::init("fo_primary", 56511, &["wal_level = replica", "max_wal_senders = 4", "seqgen.node_id = 7"]);
     p.start();
     setup_generators(&p);
-    let s = Cluster {
-        name: "fo_standby".into(),
-        dir: "/tmp/pg_seqgen_it/fo_standby".into(),
-        port: 56512,
-        env: vec![],
-        bin: PG_BIN.into(),
-    };
-    let _ = std::fs::remove_dir_all(&s.dir);
-    std::fs::create_dir_all(&s.dir).unwrap();
-    std::process::Command::new("chown").arg("postgres").arg(&s.dir).status().unwrap();
-    let out = as_postgres(
-        &format!("{PG_BIN}/pg_basebackup"),
-        &["-h", &p.dir.display().to_string(), "-p", "56511", "-U", "postgres", "-D", &s.data(), "-R", "-X", "stream"],
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    s.append_conf(&format!(
-        "port = 56512\nunix_socket_directories = '{}'\nprimary_conninfo = 'host={} port=56511 user=postgres application_name=standby1'",
-        s.dir.display(),
-        p.dir.display()
-    ));
-    s.start();
+    let s = p.standby("fo_standby", 56512);
     // synchronous from now on (set earlier, the primary's own setup would wait for a standby)
     p.sql("ALTER SYSTEM SET synchronous_standby_names = '*'");
     p.sql("SELECT pg_reload_conf()");

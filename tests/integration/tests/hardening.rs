@@ -551,27 +551,7 @@ fn a_cancelled_synchronous_commit_publishes_nothing() {
     let p = cluster("h_sync_p", 56608, &["wal_level = replica", "max_wal_senders = 4"]);
     p.start();
     p.sql("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('t', 10);");
-    let s = Cluster {
-        name: "h_sync_s".into(),
-        dir: "/tmp/pg_seqgen_it/h_sync_s".into(),
-        port: 56609,
-        env: vec![],
-        bin: PG_BIN.into(),
-    };
-    let _ = std::fs::remove_dir_all(&s.dir);
-    std::fs::create_dir_all(&s.dir).unwrap();
-    std::process::Command::new("chown").arg("postgres").arg(&s.dir).status().unwrap();
-    let out = as_postgres(
-        &format!("{PG_BIN}/pg_basebackup"),
-        &["-h", &p.dir.display().to_string(), "-p", "56608", "-U", "postgres", "-D", &s.data(), "-R", "-X", "stream"],
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    s.append_conf(&format!(
-        "port = 56609\nunix_socket_directories = '{}'\nprimary_conninfo = 'host={} port=56608 user=postgres application_name=s1'",
-        s.dir.display(),
-        p.dir.display()
-    ));
-    s.start();
+    let s = p.standby("h_sync_s", 56609);
     p.sql("ALTER SYSTEM SET synchronous_standby_names = '*'");
     p.sql("SELECT pg_reload_conf()");
     let deadline = Instant::now() + Duration::from_secs(30);

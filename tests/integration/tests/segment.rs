@@ -151,23 +151,7 @@ fn standby_refuses_then_promotes_above_primary() {
     let mut before = Ledger::default();
     before.add(ids(p.connect().query("SELECT seqgen_next('s') FROM generate_series(1, 3000)", &[]).unwrap()));
 
-    let s = Cluster {
-        name: "seg_standby".into(),
-        dir: "/tmp/pg_seqgen_it/seg_standby".into(),
-        port: 56105,
-        env: vec![],
-        bin: PG_BIN.into(),
-    };
-    let _ = std::fs::remove_dir_all(&s.dir);
-    std::fs::create_dir_all(&s.dir).unwrap();
-    std::process::Command::new("chown").arg("postgres").arg(&s.dir).status().unwrap();
-    let out = as_postgres(
-        &format!("{PG_BIN}/pg_basebackup"),
-        &["-h", &p.dir.display().to_string(), "-p", "56104", "-U", "postgres", "-D", &s.data(), "-R", "-X", "stream"],
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    s.append_conf(&format!("port = 56105\nunix_socket_directories = '{}'", s.dir.display()));
-    s.start();
+    let s = p.standby("seg_standby", 56105);
 
     let mut sc = s.connect();
     for sql in
