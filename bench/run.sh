@@ -7,6 +7,7 @@
 #   BENCH_SECONDS=5 bash bench/run.sh # shorter pgbench runs
 #
 # Prints a Markdown table; the README shows the latest one.
+PG_MAJORS=${PG_MAJORS:-15}  # the benchmark runs on Debian's PostgreSQL 15
 . "$(dirname "$0")/../scripts/lib.sh"
 
 SECONDS_EACH=${BENCH_SECONDS:-20}

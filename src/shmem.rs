@@ -542,19 +542,14 @@ pub fn with_dir_lock<R>(h: &Header, exclusive: bool, f: impl FnOnce() -> R) -> R
 }
 
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
-#[cfg(not(any(feature = "pg13", feature = "pg14")))]
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 
 /// Called from `_PG_init` while preloading.
 pub fn install_hooks() {
     unsafe {
-        #[cfg(any(feature = "pg13", feature = "pg14"))]
-        request();
-        #[cfg(not(any(feature = "pg13", feature = "pg14")))]
-        {
-            PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
-            pg_sys::shmem_request_hook = Some(shmem_request);
-        }
+        // PostgreSQL 15 and later: shared memory is requested from shmem_request_hook
+        PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(shmem_request);
         PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
         pg_sys::shmem_startup_hook = Some(shmem_startup);
     }
@@ -567,7 +562,6 @@ unsafe fn request() {
     }
 }
 
-#[cfg(not(any(feature = "pg13", feature = "pg14")))]
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn shmem_request() {
     unsafe {

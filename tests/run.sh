@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole pg_seqgen test suite, on a fresh machine or again on this one:
 #   1. the functional core: cargo test -p seqgen-core (unit and property tests, no PostgreSQL)
-#   2. the #[pg_test]s: cargo pgrx test pg15, in a test cluster with pg_seqgen preloaded
+#   2. the #[pg_test]s: cargo pgrx test pgNN for every major in PG_MAJORS (default 15 16 18;
+#      16 and 18 from pinned PyPI wheels), in a test cluster with pg_seqgen preloaded
 #   3. the integration and fault suite: real clusters, concurrent sessions, crashes,
 #      standbys, dump/restore, operator faults, the upgrade from the released 0.1.0
 #      (cargo test -p seqgen-integration; 0.1.0 is built from history by scripts/old_version.sh)
@@ -17,13 +18,17 @@ run() { "$@" 2>&1 | tee -a "$LOG"; }
 say "1/3 functional core: cargo test -p seqgen-core"
 run cargo test -p seqgen-core --lib
 
-say "2/3 #[pg_test]s: cargo pgrx test pg15"
-PGRX_TEST_DATA=/tmp/pg_seqgen_pgrx_test
-# a fresh test cluster every run (its worker must not be connected while pgrx recreates the db)
-rm -rf "$PGRX_TEST_DATA" && mkdir -p "$PGRX_TEST_DATA" && chown postgres "$PGRX_TEST_DATA"
-RUST_TEST_THREADS=1 run cargo pgrx test pg15 --runas postgres --pgdata "$PGRX_TEST_DATA/data"
+for major in $PG_MAJORS; do
+    say "2/3 #[pg_test]s on PostgreSQL $major: cargo pgrx test pg$major"
+    PGRX_TEST_DATA=/tmp/pg_seqgen_pgrx_test_$major
+    # a fresh test cluster every run (its worker must not be connected while pgrx recreates the db)
+    rm -rf "$PGRX_TEST_DATA" && mkdir -p "$PGRX_TEST_DATA" && chown postgres "$PGRX_TEST_DATA"
+    RUST_TEST_THREADS=1 run cargo pgrx test "pg$major" --runas postgres --pgdata "$PGRX_TEST_DATA/data"
+done
 
-say "3/3 integration and fault suite"
+# The integration suite runs against Debian's PostgreSQL 15 (its harness does not yet take
+# the binaries of the other majors).
+say "3/3 integration and fault suite (PostgreSQL 15)"
 install_extension
 SEQGEN_OLD_PACKAGE=$(bash "$ROOT/scripts/old_version.sh" | tail -1)
 export SEQGEN_OLD_PACKAGE
