@@ -47,5 +47,7 @@ SELECT seqgen_create('invoice');
 SELECT seqgen_make_opaque('invoice');
 SELECT seqgen_next('invoice') AS opaque_id, seqgen_reveal('invoice', seqgen_next('invoice')) AS counter_of_the_next
   FROM generate_series(1, 3);
+-- the allocation worker's health
+SELECT running, mailboxes_in_use, jobs_pending, errors, last_error FROM seqgen_worker_status();
 SQL
 say "demo finished; the cluster in $DIR is stopped on exit"
