@@ -8,10 +8,9 @@ use pgrx::prelude::*;
 use crate::error::{OrRaise, SeqgenError};
 use crate::shmem::{self, WorkerStatus};
 
-/// PostgreSQL timestamps count microseconds since 2000-01-01.
-pub fn timestamptz_of_ms(unix_ms: i64) -> Option<TimestampWithTimeZone> {
-    const PG_EPOCH_MS: i64 = 946_684_800_000;
-    (unix_ms > 0).then(|| TimestampWithTimeZone::try_from((unix_ms - PG_EPOCH_MS) * 1000).ok()).flatten()
+/// A moment the worker recorded (ms since the Unix epoch; 0: never).
+fn recorded(unix_ms: i64) -> Option<TimestampWithTimeZone> {
+    (unix_ms > 0).then(|| crate::snowflake::to_timestamptz(unix_ms))
 }
 
 /// One row: is the worker running, since when, when it last finished a cycle, how many
@@ -59,13 +58,13 @@ fn seqgen_worker_status() -> TableIterator<
     TableIterator::once((
         running,
         (running && pid != 0).then_some(pid),
-        timestamptz_of_ms(hl.started_ms.load(Ordering::Acquire)),
-        timestamptz_of_ms(hl.last_cycle_ms.load(Ordering::Acquire)),
+        recorded(hl.started_ms.load(Ordering::Acquire)),
+        recorded(hl.last_cycle_ms.load(Ordering::Acquire)),
         in_use,
         pending,
         hl.reclaimed.load(Ordering::Relaxed) as i64,
         hl.errors.load(Ordering::Relaxed) as i64,
         (!error.is_empty()).then_some(error),
-        timestamptz_of_ms(hl.last_error_ms.load(Ordering::Acquire)),
+        recorded(hl.last_error_ms.load(Ordering::Acquire)),
     ))
 }

@@ -301,7 +301,8 @@ fn seqgen_snowflake_decode(
     TableIterator::once((to_timestamptz(d.unix_ms), d.node_id as i32, d.seq as i32))
 }
 
-fn to_timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
+/// A timestamptz from milliseconds since the Unix epoch (22023 when out of range).
+pub fn to_timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
     // PostgreSQL timestamps count microseconds since 2000-01-01
     const PG_EPOCH_MS: i64 = 946_684_800_000;
     let micros = (unix_ms - PG_EPOCH_MS) * 1000;

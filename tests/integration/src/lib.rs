@@ -146,6 +146,23 @@ impl Cluster {
         s
     }
 
+    /// Make every standby synchronous (`synchronous_standby_names = '*'`) and wait until one
+    /// is.
+    pub fn make_standbys_synchronous(&self) {
+        self.sql("ALTER SYSTEM SET synchronous_standby_names = '*'");
+        self.sql("SELECT pg_reload_conf()");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self
+            .connect()
+            .query("SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync'", &[])
+            .unwrap()
+            .is_empty()
+        {
+            assert!(Instant::now() < deadline, "the standby never became synchronous");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     pub fn data(&self) -> String {
         format!("{}/data", self.dir.display())
     }

@@ -190,13 +190,7 @@ fn failover_to_a_synchronous_standby_reissues_nothing() {
     setup_generators(&p);
     let s = p.standby("fo_standby", 56512);
     // synchronous from now on (set earlier, the primary's own setup would wait for a standby)
-    p.sql("ALTER SYSTEM SET synchronous_standby_names = '*'");
-    p.sql("SELECT pg_reload_conf()");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while p.connect().query("SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync'", &[]).unwrap().is_empty() {
-        assert!(Instant::now() < deadline, "the standby never became synchronous");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    p.make_standbys_synchronous();
 
     let stop = Arc::new(AtomicBool::new(false));
     let handles = load(vec![p.conninfo("postgres"), s.conninfo("postgres")], 4, stop.clone(), true);

@@ -552,13 +552,7 @@ fn a_cancelled_synchronous_commit_publishes_nothing() {
     p.start();
     p.sql("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('t', 10);");
     let s = p.standby("h_sync_s", 56609);
-    p.sql("ALTER SYSTEM SET synchronous_standby_names = '*'");
-    p.sql("SELECT pg_reload_conf()");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while p.connect().query("SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync'", &[]).unwrap().is_empty() {
-        assert!(Instant::now() < deadline, "the standby never became synchronous");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    p.make_standbys_synchronous();
     let mut ledger = Ledger::default();
     let mut cl = p.connect();
     ledger.add(ids(cl.query("SELECT seqgen_next('t') FROM generate_series(1, 200)", &[]).unwrap()));
