@@ -347,6 +347,14 @@ impl Ledger {
     }
 }
 
+/// Assert that no order number was issued twice; prints the figures (CI reads them).
+pub fn assert_unique_numbers<S: AsRef<str>>(what: &str, all: &[S]) {
+    let mut seen = std::collections::HashSet::new();
+    let dups: Vec<&str> = all.iter().map(AsRef::as_ref).filter(|n| !seen.insert(*n)).collect();
+    println!("{what}: {} numbers checked, {} duplicates", all.len(), dups.len());
+    assert!(dups.is_empty(), "{what}: issued twice, e.g. {:?}", &dups[..dups.len().min(5)]);
+}
+
 /// Run `f` on `n` threads at once and collect their results.
 pub fn on_threads<T: Send + 'static>(n: usize, f: impl Fn(usize) -> T + Send + Sync + 'static) -> Vec<T> {
     let f = std::sync::Arc::new(f);

@@ -41,10 +41,7 @@ impl Drawn {
         let mut l = Ledger::default();
         l.add(self.sf.iter().copied());
         l.assert_unique(&format!("{what}: snowflake IDs"));
-        let mut seen = HashSet::new();
-        let dups = self.ord.iter().filter(|n| !seen.insert(*n)).count();
-        println!("{what}: order numbers: {} checked, {dups} duplicates", self.ord.len());
-        assert_eq!(dups, 0, "{what}: an order number was issued twice");
+        assert_unique_numbers(&format!("{what}: order numbers"), &self.ord);
     }
 }
 

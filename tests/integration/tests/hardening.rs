@@ -7,7 +7,7 @@
 //! with a value or a documented SQLSTATE), and how long service took to come back after the
 //! fault ended (at most 2 s, without a restart).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -351,10 +351,7 @@ fn locks_on_the_catalog_delay_only_what_needs_them() {
         total.add(a.result.as_ref().ok().copied());
     }
     total.assert_unique("catalog locks: segment and snowflake IDs");
-    let mut seen = HashSet::new();
-    let dups = orders.iter().filter(|n| !seen.insert(*n)).count();
-    println!("catalog locks: {} order numbers, {dups} duplicates", orders.len());
-    assert_eq!(dups, 0);
+    assert_unique_numbers("catalog locks: order numbers", &orders);
 }
 
 /// A catalog row that makes the worker's statement fail (here a trigger an operator added
@@ -536,10 +533,7 @@ fn template_units_switched_back_and_forth_repeat_nothing() {
         same_second += (a[0][..15] == b[0][..15]) as usize;
     }
     println!("second, minute, second: {same_second} of 8 rounds came back within the same second");
-    let mut seen = HashSet::new();
-    let dups: Vec<&String> = all.iter().filter(|n| !seen.insert(*n)).collect();
-    println!("template unit switches: {} order numbers, {} duplicates", all.len(), dups.len());
-    assert!(dups.is_empty(), "issued twice: {:?}", &dups[..dups.len().min(5)]);
+    assert_unique_numbers("template unit switches", &all);
 }
 
 /// The worker is cancelled (pg_cancel_backend) while its commit waits for a synchronous

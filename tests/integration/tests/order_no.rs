@@ -12,14 +12,6 @@ fn texts(rows: Vec<postgres::Row>) -> Vec<String> {
     rows.iter().map(|r| r.get::<_, String>(0)).collect()
 }
 
-/// Asserts no number was issued twice; prints the figures.
-fn assert_unique(what: &str, all: &[String]) {
-    let mut seen = HashSet::new();
-    let dups: Vec<&String> = all.iter().filter(|n| !seen.insert(*n)).collect();
-    println!("{what}: {} numbers checked, {} duplicates", all.len(), dups.len());
-    assert!(dups.is_empty(), "{what}: issued twice, e.g. {:?}", &dups[..dups.len().min(5)]);
-}
-
 /// 8 sessions draw from a per-second template for several seconds: every number is unique,
 /// the counter restarts at 1 in every second and never needs more than its 6 digits.
 #[test]
@@ -43,7 +35,7 @@ fn per_second_counters_restart_and_stay_unique() {
         got
     });
     let all: Vec<String> = per_session.into_iter().flatten().collect();
-    assert_unique("8 sessions, per-second template", &all);
+    assert_unique_numbers("8 sessions, per-second template", &all);
     let mut periods: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for n in &all {
         assert_eq!(n.len(), 18, "{n}");
@@ -83,7 +75,7 @@ fn overflow_waits_for_the_next_second_when_asked() {
     cl.batch_execute("SET seqgen.order_no_overflow = wait").unwrap();
     let started = Instant::now();
     let got = texts(cl.query("SELECT seqgen_order_no('tiny') FROM generate_series(1, 30)", &[]).unwrap());
-    assert_unique("30 numbers at 9 per second", &got);
+    assert_unique_numbers("30 numbers at 9 per second", &got);
     let seconds: HashSet<&str> = got.iter().map(|n| &n[..6]).collect();
     assert!(seconds.len() >= 4, "30 numbers at 9 per second need at least 4 seconds: {seconds:?}");
     assert!(started.elapsed() >= Duration::from_secs(2));
@@ -134,7 +126,7 @@ fn daily_numbers_survive_crashes() {
     }
     all.extend(texts(c.connect().query("SELECT seqgen_order_no('order') FROM generate_series(1, 3000)", &[]).unwrap()));
     assert!(all.len() > 20_000, "too little load: {}", all.len());
-    assert_unique("daily numbers across an immediate shutdown and a SIGKILL", &all);
+    assert_unique_numbers("daily numbers across an immediate shutdown and a SIGKILL", &all);
 }
 
 /// Under the clock shift the server clock runs into a new day, then is stepped back 10 minutes
@@ -231,5 +223,5 @@ fn clock_stepped_back_across_midnight() {
     let key = c.one_i64("SELECT period_key FROM seqgen.order_counter WHERE biz_tag = 'order' AND unit = 'day'");
     assert_eq!(key, midnight / 1000, "period key of the counter");
     all.extend(after);
-    assert_unique("clock stepped back across midnight, then a restart behind it", &all);
+    assert_unique_numbers("clock stepped back across midnight, then a restart behind it", &all);
 }

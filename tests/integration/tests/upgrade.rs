@@ -7,7 +7,6 @@
 //! from a private PostgreSQL tree (real copies of `postgres` and `pg_ctl`, links to the rest
 //! of the system installation), so the system installation keeps this version.
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 
@@ -146,13 +145,7 @@ fn upgrade_from_0_1_0_repeats_nothing() {
     switched.extend(texts(&mut cl, "SELECT seqgen_order_no('sw') FROM generate_series(1, 100)"));
     cl.batch_execute("SELECT seqgen_set_template('sw', 'W{yyyy}{MM}-{seq:6}')").unwrap();
     switched.extend(texts(&mut cl, "SELECT seqgen_order_no('sw') FROM generate_series(1, 100)"));
-    let mut seen = HashSet::new();
-    let dups = switched.iter().filter(|n| !seen.insert(*n)).count();
-    println!(
-        "upgrade 0.1.0 -> 0.2.0, a template switched day/month across the upgrade: {} numbers, {dups} duplicates",
-        switched.len()
-    );
-    assert_eq!(dups, 0);
+    assert_unique_numbers("upgrade 0.1.0 -> 0.2.0, a template switched day/month across the upgrade", &switched);
 
     for (what, a, b) in
         [("segment", &before.0, &after.0), ("opaque", &before.1, &after.1), ("snowflake", &before.2, &after.2)]
@@ -163,11 +156,8 @@ fn upgrade_from_0_1_0_repeats_nothing() {
         l.assert_unique(&format!("upgrade 0.1.0 -> 0.2.0, {what} IDs"));
         assert!(b.iter().min() > a.iter().max() || what == "opaque", "{what}: new IDs below old ones");
     }
-    let mut seen = HashSet::new();
     let all: Vec<&String> = before.3.iter().chain(&after.3).collect();
-    let dups = all.iter().filter(|n| !seen.insert(**n)).count();
-    println!("upgrade 0.1.0 -> 0.2.0, order numbers: {} checked, {dups} duplicates", all.len());
-    assert_eq!(dups, 0);
+    assert_unique_numbers("upgrade 0.1.0 -> 0.2.0, order numbers", &all);
 
     // the upgraded catalog is the one a fresh install creates
     let upgraded = catalog_shape(&mut c.connect());
