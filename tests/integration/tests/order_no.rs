@@ -2,7 +2,7 @@
 //! midnight. Every test counts numbers issued twice.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -136,11 +136,13 @@ fn daily_numbers_survive_crashes() {
 #[test]
 fn clock_stepped_back_across_midnight() {
     let c = Cluster::init("ord_midnight", 56304, &[]).with_clock_shift();
-    // put the server's clock 1.5 s before the next UTC midnight
-    let real = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-    let midnight = (real / 86_400_000 + 1) * 86_400_000;
-    let offset = midnight - 1500 - real;
-    c.set_clock_offset_ms(offset);
+    // the server's clock starts a minute before the next UTC midnight; once the sessions run
+    // it is moved to 10 s before, and once they have drawn in the old day, to 0.5 s before
+    // (each move is forward, so the only backward step is the one under test)
+    let real_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let midnight = (real_ms() / 86_400_000 + 1) * 86_400_000;
+    let before_midnight = |ms: i64| midnight - ms - real_ms();
+    c.set_clock_offset_ms(before_midnight(60_000));
     c.start();
     c.sql(
         "CREATE EXTENSION pg_seqgen;
@@ -161,7 +163,7 @@ fn clock_stepped_back_across_midnight() {
     };
     std::thread::sleep(Duration::from_millis(1100));
     let skew = worker_skew(&c);
-    println!("clock shift of {offset} ms: worker and backends {skew:.3} s apart");
+    println!("worker and backends {skew:.3} s apart under the clock shift");
     assert!(skew < 3.0, "the worker's clock is {skew} s away from the backends'");
     let day = |ms: i64| {
         let days = ms.div_euclid(86_400_000);
@@ -180,25 +182,50 @@ fn clock_stepped_back_across_midnight() {
     let (old_day, new_day) = (day(midnight - 1), day(midnight));
 
     let stop = Arc::new(AtomicBool::new(false));
+    // sessions that have drawn a number of the old day, of the new day
+    let (saw_old, saw_new) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    c.set_clock_offset_ms(before_midnight(10_000));
     let handles: Vec<_> = (0..4)
         .map(|_| {
             let (conninfo, stop) = (c.conninfo("postgres"), stop.clone());
+            let (saw_old, saw_new, old_day, new_day) =
+                (saw_old.clone(), saw_new.clone(), old_day.clone(), new_day.clone());
             std::thread::spawn(move || {
                 let mut cl = Client::connect(&conninfo, NoTls).unwrap();
-                let mut got = vec![];
+                let mut got: Vec<String> = vec![];
+                let (mut old_seen, mut new_seen) = (false, false);
                 while !stop.load(Ordering::Relaxed) {
                     got.extend(texts(
                         cl.query("SELECT seqgen_order_no('order') FROM generate_series(1, 20)", &[]).unwrap(),
                     ));
+                    if !old_seen && got.iter().any(|n| n.starts_with(&old_day)) {
+                        old_seen = true;
+                        saw_old.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if !new_seen && got.iter().any(|n| n.starts_with(&new_day)) {
+                        new_seen = true;
+                        saw_new.fetch_add(1, Ordering::SeqCst);
+                    }
                     std::thread::sleep(Duration::from_millis(5));
                 }
                 got
             })
         })
         .collect();
-    // run past midnight, then step the clock back 10 minutes
-    std::thread::sleep(Duration::from_millis(3000));
-    c.set_clock_offset_ms(offset - 600_000);
+    let wait_for = |what: &str, count: &AtomicUsize| {
+        let t0 = Instant::now();
+        while count.load(Ordering::SeqCst) < 4 {
+            assert!(t0.elapsed() < Duration::from_secs(60), "sessions never drew {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait_for("in the old day", &saw_old);
+    c.set_clock_offset_ms(before_midnight(500));
+    wait_for("in the new day", &saw_new);
+    // run a second into the new day, then step the clock back 10 minutes
+    std::thread::sleep(Duration::from_millis(1000));
+    let behind = before_midnight(600_000 - 1000);
+    c.set_clock_offset_ms(behind);
     std::thread::sleep(Duration::from_millis(2000));
     stop.store(true, Ordering::Relaxed);
     let per_session: Vec<Vec<String>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -212,7 +239,6 @@ fn clock_stepped_back_across_midnight() {
         assert!(got[..first_new].iter().all(|n| n.starts_with(&old_day)));
     }
     let mut all: Vec<String> = per_session.into_iter().flatten().collect();
-    assert!(all.iter().any(|n| n.starts_with(&old_day)) && all.iter().any(|n| n.starts_with(&new_day)));
 
     // restart with the clock still 10 minutes behind midnight: the new day continues
     c.stop("immediate");
