@@ -2,7 +2,7 @@
 # pg_seqgen demo: installs what is missing, builds and installs the extension into the system
 # PostgreSQL 15, starts a throwaway cluster (as the `postgres` OS user) with pg_seqgen
 # preloaded, and shows it working. Safe to run again.
-PG_MAJORS=${PG_MAJORS:-15}  # the demo runs on Debian's PostgreSQL 15
+PG_MAJORS=${PG_MAJOR:-15}  # Debian's PostgreSQL 15 unless PG_MAJOR says otherwise
 . "$(dirname "$0")/lib.sh"
 
 DIR=/tmp/pg_seqgen_demo

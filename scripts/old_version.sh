@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Build the last released version of pg_seqgen (for the upgrade test and the side-by-side
-# benchmark) from this repository's history, into target/old/<version>/ (a `cargo pgrx
-# package` tree: usr/lib/postgresql/15/lib/pg_seqgen.so and usr/share/postgresql/15/extension/).
+# benchmark) from this repository's history, for one PostgreSQL major (the argument, default
+# PG_MAJOR), into target/old/<version>-pg<major>/ (a `cargo pgrx package` tree: the
+# installation's pkglibdir/pg_seqgen.so and sharedir/extension/ below that root).
 # Cached: a second run only prints the path.
 . "$(dirname "$0")/lib.sh"
+use_major "${1:-$PG_MAJOR}"
 OLD_VERSION=0.1.0
 OLD_COMMIT=1f09aa59b66809931071937e3659781f7917d37d  # the 0.1.0 release
-out="$ROOT/target/old/$OLD_VERSION"
+out="$ROOT/target/old/$OLD_VERSION-pg$PG_MAJOR"
 if [ ! -f "$out/.done" ]; then
     git -C "$ROOT" cat-file -e "$OLD_COMMIT^{commit}" 2>/dev/null || {
         echo "commit $OLD_COMMIT (pg_seqgen $OLD_VERSION) is not in this clone's history" >&2
@@ -16,9 +18,9 @@ if [ ! -f "$out/.done" ]; then
     rm -rf "$src" "$out"
     mkdir -p "$src"
     git -C "$ROOT" archive "$OLD_COMMIT" | tar -x -C "$src"
-    say "building pg_seqgen $OLD_VERSION from $OLD_COMMIT (release; several minutes the first time)"
-    (cd "$src" && CARGO_TARGET_DIR="$ROOT/target/old/target" cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >"$ROOT/target/old/build.log" 2>&1) || {
-        tail -30 "$ROOT/target/old/build.log"
+    say "building pg_seqgen $OLD_VERSION for PostgreSQL $PG_MAJOR from $OLD_COMMIT (release; several minutes)" >&2
+    (cd "$src" && CARGO_TARGET_DIR="$ROOT/target/old/target" cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >"$ROOT/target/old/build-pg$PG_MAJOR.log" 2>&1) || {
+        tail -30 "$ROOT/target/old/build-pg$PG_MAJOR.log"
         exit 1
     }
     touch "$out/.done"

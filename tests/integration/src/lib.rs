@@ -2,8 +2,9 @@
 //! (owned by the `postgres` OS user, each with a private port and socket directory), clients,
 //! and the bookkeeping that counts duplicates.
 //!
-//! The extension must already be installed into the system PostgreSQL
-//! (`cargo pgrx install --release`); `tests/run.sh` does that before running this suite.
+//! The PostgreSQL under test is the one whose `pg_config` is in `SEQGEN_PG_CONFIG` (Debian's
+//! 15 when unset); the extension must already be installed into it (`cargo pgrx install
+//! --release --pg-config ...`). `tests/run.sh` does both, once per major.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,41 @@ use std::time::{Duration, Instant};
 
 pub use postgres::{Client, NoTls};
 
-pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+/// The PostgreSQL installation under test, as its `pg_config` describes it.
+pub struct Pg {
+    pub major: u32,
+    pub bindir: String,
+    pub pkglibdir: String,
+    pub sharedir: String,
+}
+
+/// The installation named by `SEQGEN_PG_CONFIG` (default: Debian's PostgreSQL 15).
+pub fn pg() -> &'static Pg {
+    static PG: std::sync::OnceLock<Pg> = std::sync::OnceLock::new();
+    PG.get_or_init(|| {
+        let pg_config =
+            std::env::var("SEQGEN_PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
+        let ask = |flag: &str| {
+            let out = Command::new(&pg_config).arg(flag).output().unwrap_or_else(|e| panic!("{pg_config}: {e}"));
+            assert!(out.status.success(), "{pg_config} {flag} failed");
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        // "PostgreSQL 16.14" -> 16
+        let version = ask("--version");
+        let major = version
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("cannot read the major from {version:?}"));
+        Pg { major, bindir: ask("--bindir"), pkglibdir: ask("--pkglibdir"), sharedir: ask("--sharedir") }
+    })
+}
+
+/// The bin directory of the PostgreSQL under test.
+pub fn pg_bin() -> &'static str {
+    &pg().bindir
+}
 
 /// The clock-shift preload (`clockshift/clockshift.c`), built once per test run.
 fn clock_shift_lib() -> String {
@@ -73,14 +108,14 @@ impl Cluster {
     /// initdb a fresh cluster with pg_seqgen preloaded and `extra` lines in postgresql.conf.
     pub fn init(name: &str, port: u16, extra: &[&str]) -> Cluster {
         let dir = PathBuf::from(format!("/tmp/pg_seqgen_it/{name}"));
-        let c = Cluster { name: name.into(), dir, port, env: vec![], bin: PG_BIN.into() };
+        let c = Cluster { name: name.into(), dir, port, env: vec![], bin: pg_bin().into() };
         c.stop_quietly();
         let _ = std::fs::remove_dir_all(&c.dir);
         std::fs::create_dir_all(&c.dir).unwrap();
         check(Command::new("chown").arg("postgres").arg(&c.dir).output().unwrap(), "chown");
         let data = c.data();
         check(
-            as_postgres(&format!("{PG_BIN}/initdb"), &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"]),
+            as_postgres(&format!("{}/initdb", pg_bin()), &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"]),
             "initdb",
         );
         let mut conf = vec![
@@ -136,7 +171,7 @@ impl Cluster {
         let (host, primary_port) = (self.dir.display().to_string(), self.port.to_string());
         check(
             as_postgres(
-                &format!("{PG_BIN}/pg_basebackup"),
+                &format!("{}/pg_basebackup", pg_bin()),
                 &["-h", &host, "-p", &primary_port, "-U", "postgres", "-D", &s.data(), "-R", "-X", "stream"],
             ),
             "pg_basebackup",

@@ -193,7 +193,7 @@ fn failover_to_a_synchronous_standby_reissues_nothing() {
     let handles = load(vec![p.conninfo("postgres"), s.conninfo("postgres")], 4, stop.clone(), true);
     std::thread::sleep(Duration::from_millis(2500));
     p.stop("immediate");
-    let out = as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &s.data(), "-w", "promote"]);
+    let out = as_postgres(&format!("{}/pg_ctl", pg_bin()), &["-D", &s.data(), "-w", "promote"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     std::thread::sleep(Duration::from_millis(3000));
     stop.store(true, Ordering::Relaxed);
@@ -269,7 +269,7 @@ fn dump_and_restore_continue_for_every_generator() {
     let (mut before, mut o, mut i, mut w) = draw(&a);
     let dump = format!("{}/dump.pgc", a.dir.display());
     let out = as_postgres(
-        &format!("{PG_BIN}/pg_dump"),
+        &format!("{}/pg_dump", pg_bin()),
         &["-h", &a.dir.display().to_string(), "-p", "56531", "-U", "postgres", "-Fc", "-f", &dump, "postgres"],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -279,7 +279,7 @@ fn dump_and_restore_continue_for_every_generator() {
     b.set_clock_offset_ms(-1500);
     b.start();
     let out = as_postgres(
-        &format!("{PG_BIN}/pg_restore"),
+        &format!("{}/pg_restore", pg_bin()),
         &["-h", &b.dir.display().to_string(), "-p", "56532", "-U", "postgres", "-d", "postgres", &dump],
     );
     assert!(out.status.success(), "pg_restore: {}", String::from_utf8_lossy(&out.stderr));

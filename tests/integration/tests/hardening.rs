@@ -581,7 +581,7 @@ fn a_cancelled_synchronous_commit_publishes_nothing() {
     // fail over to the standby, which never received the cancelled commits
     p.stop("immediate");
     s.start();
-    let out = as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &s.data(), "-w", "promote"]);
+    let out = as_postgres(&format!("{}/pg_ctl", pg_bin()), &["-D", &s.data(), "-w", "promote"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let back = recovery_time(Duration::from_secs(30), || works(&s.conninfo("postgres"), "SELECT seqgen_next('t')"));
     println!("promoted standby serving {} ms after the promotion", back.as_millis());

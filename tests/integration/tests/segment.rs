@@ -163,7 +163,7 @@ fn standby_refuses_then_promotes_above_primary() {
 
     // promote (the old primary is stopped first, as in a failover)
     p.stop("immediate");
-    let out = as_postgres(&format!("{PG_BIN}/pg_ctl"), &["-D", &s.data(), "-w", "promote"]);
+    let out = as_postgres(&format!("{}/pg_ctl", pg_bin()), &["-D", &s.data(), "-w", "promote"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut after = vec![];
@@ -193,7 +193,7 @@ fn dump_and_restore_continue_above_issued_ids() {
     l.add(ids(a.connect().query("SELECT seqgen_next('o') FROM generate_series(1, 2500)", &[]).unwrap()));
     let dump = format!("{}/dump.pgc", a.dir.display());
     let out = as_postgres(
-        &format!("{PG_BIN}/pg_dump"),
+        &format!("{}/pg_dump", pg_bin()),
         &["-h", &a.dir.display().to_string(), "-p", "56106", "-U", "postgres", "-Fc", "-f", &dump, "postgres"],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -201,7 +201,7 @@ fn dump_and_restore_continue_above_issued_ids() {
     let b = Cluster::init("seg_dump_dst", 56107, &[]);
     b.start();
     let out = as_postgres(
-        &format!("{PG_BIN}/pg_restore"),
+        &format!("{}/pg_restore", pg_bin()),
         &["-h", &b.dir.display().to_string(), "-p", "56107", "-U", "postgres", "-d", "postgres", &dump],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
