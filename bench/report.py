@@ -6,7 +6,7 @@ import platform
 import re
 import sys
 
-out, seconds, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out, seconds, rows, major = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 
 single = {}
 for line in open(os.path.join(out, "single.tsv")):
@@ -18,6 +18,10 @@ ids_per_ms = single.pop("snowflake_ids_per_ms")
 def per_row(fragment, n=rows):
     q = next(k for k in single if fragment in k)
     return single[q] * 1e6 / n
+
+
+def has_row(fragment):
+    return any(fragment in k for k in single)
 
 
 def pgbench(name):
@@ -42,7 +46,7 @@ for line in open("/proc/cpuinfo"):
         break
 print()
 print(f"Measured {datetime.date.today()} on {os.cpu_count()} cores ({cpu}), {platform.system()} "
-      f"{platform.release()}, PostgreSQL 15, `bash bench/run.sh` (pgbench {seconds} s each).")
+      f"{platform.release()}, PostgreSQL {major}, `PG_MAJOR={major} bash bench/run.sh` (pgbench {seconds} s each).")
 print()
 print("**Single session**, `SELECT count(f) FROM generate_series(1, %d) g`, median of 5:" % rows)
 print()
@@ -57,9 +61,19 @@ for label, frag in [("`abs(g)` (the per-row floor)", "abs(g)"),
                     ("`seqgen_next('q')`, an opaque tag", "seqgen_next('q')"),
                     ("`seqgen_snowflake()`", "seqgen_snowflake()"),
                     ("`seqgen_order_no('o')`, `SN{yyyy}{MM}{dd}{seq:8}{check}`", "seqgen_order_no"),
-                    ("`gen_random_uuid()::text`", "gen_random_uuid()::text")]:
+                    ("`gen_random_uuid()::text`", "gen_random_uuid()::text"),
+                    ("`seqgen_uuidv7()`", "seqgen_uuidv7()"),
+                    ("`uuidv7()`, PostgreSQL 18's", "count(uuidv7())")]:
+    if not has_row(frag):
+        continue
     ns = per_row(frag)
     print(f"| {label} | {ns:.0f} | {ns / floor:.2f}x |")
+print()
+uuid_ns = per_row("seqgen_uuidv7()")
+print(f"`seqgen_uuidv7()`: {uuid_ns / floor:.2f}x the per-row floor (target at most 2x), "
+      f"{per_row('gen_random_uuid()) FROM') / uuid_ns:.1f}x faster than `gen_random_uuid()` (target at least 3x)"
+      + (f", {per_row('count(uuidv7())') / uuid_ns:.2f}x the speed of PostgreSQL 18's `uuidv7()`"
+         if has_row("count(uuidv7())") else "") + ".")
 print()
 opaque_ratio = per_row("seqgen_next('q')") / per_row("seqgen_next('b')")
 print(f"Opaque tag against a plain tag, per row: {opaque_ratio:.2f}x.")
@@ -89,7 +103,11 @@ for label, name in [("`SELECT 1`", "select1"),
                     ("`SELECT gen_random_uuid()`", "uuid"),
                     ("`SELECT seqgen_next('b')` (step 1000, adaptive)", "seqgen_next"),
                     ("`SELECT seqgen_snowflake()`", "snowflake"),
+                    ("`SELECT seqgen_uuidv7()`", "seqgen_uuidv7"),
+                    ("`SELECT uuidv7()` (PostgreSQL 18)", "uuidv7"),
                     ("`SELECT seqgen_next('p')` (step 100, adaptive off)", "seqgen_next_step100")]:
+    if not os.path.exists(os.path.join(out, name + ".out")):
+        continue
     tps, p99, p999 = pgbench(name)
     print(f"| {label} | {tps:,.0f} | {tps / base[0]:.2f}x | {p99} | {p999} | {p999 / base[2]:.2f}x |")
 new = [pgbench("seqgen_next_step100"), pgbench("seqgen_next_step100_2")]

@@ -5,9 +5,10 @@
 #
 #   bash bench/run.sh                 # full run (about 3 minutes)
 #   BENCH_SECONDS=5 bash bench/run.sh # shorter pgbench runs
+#   PG_MAJOR=18 bash bench/run.sh     # on PostgreSQL 18 (adds its built-in uuidv7())
 #
 # Prints a Markdown table; the README shows the latest one.
-PG_MAJORS=${PG_MAJORS:-15}  # the benchmark runs on Debian's PostgreSQL 15
+PG_MAJORS=${PG_MAJOR:-15}  # Debian's PostgreSQL 15 unless PG_MAJOR says otherwise (16, 18)
 . "$(dirname "$0")/../scripts/lib.sh"
 
 SECONDS_EACH=${BENCH_SECONDS:-20}
@@ -30,7 +31,7 @@ say "starting a second cluster with pg_seqgen 0.1.0 (the release), for the step-
 OLD_TREE=/tmp/pg_seqgen_bench_old_tree
 make_pg_tree "$OLD_TREE" "$OLD_PKG"
 cluster_init "$OLD_DIR" "$OLD_PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "seqgen.adaptive_step = off"
-cluster_start "$OLD_DIR" "$OLD_TREE/usr/lib/postgresql/$PG_MAJOR/bin"
+cluster_start "$OLD_DIR" "$OLD_TREE$PG_BIN"
 trap 'cluster_stop "$DIR" fast; cluster_stop "$OLD_DIR" fast' EXIT
 psql_at "$OLD_DIR" "$OLD_PORT" -c "CREATE EXTENSION pg_seqgen" -c "SELECT seqgen_create('p', 100)" >/dev/null
 mkdir -p "$OUT" && chown postgres "$OUT"
@@ -59,6 +60,10 @@ pgbench_run nextval "SELECT nextval('s');"
 pgbench_run uuid "SELECT gen_random_uuid();"
 pgbench_run seqgen_next "SELECT seqgen_next('b');"
 pgbench_run snowflake "SELECT seqgen_snowflake();"
+pgbench_run seqgen_uuidv7 "SELECT seqgen_uuidv7();"
+if [ "$PG_MAJOR" -ge 18 ]; then
+    pgbench_run uuidv7 "SELECT uuidv7();"
+fi
 set_adaptive off
 # a segment switch every 100 IDs, this version and 0.1.0 alternately (two rounds each), so
 # drift on this shared machine hits both alike
@@ -69,4 +74,4 @@ pgbench_run old_step100_2 "SELECT seqgen_next('p');" "$OLD_DIR" "$OLD_PORT"
 set_adaptive on
 
 psql_at "$DIR" "$PORT" -At -c "SELECT biz_tag, waits FROM seqgen_status()" > "$OUT/waits.tsv"
-python3 "$BENCH_DIR/report.py" "$OUT" "$SECONDS_EACH" "$ROWS"
+python3 "$BENCH_DIR/report.py" "$OUT" "$SECONDS_EACH" "$ROWS" "$PG_MAJOR"

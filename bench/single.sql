@@ -9,9 +9,12 @@ SELECT * FROM bench_median(ARRAY[
     format('SELECT count(seqgen_snowflake()) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_order_no(''o'')) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(gen_random_uuid()::text) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(seqgen_uuidv7()) FROM generate_series(1, %s) g', :rows),
     'SELECT count(*) FROM generate_series(1, 1000000)',
     'SELECT count(*) FROM seqgen_next_batch(''b'', 1000000)'
-], 5);
+] || CASE WHEN current_setting('server_version_num')::int >= 180000  -- PostgreSQL 18's uuidv7()
+          THEN ARRAY[format('SELECT count(uuidv7()) FROM generate_series(1, %s) g', :rows)]
+          ELSE '{}'::text[] END, 5);
 
 -- Snowflake: IDs per millisecond while generating, from the IDs' own timestamps (the
 -- generator's rate without the query's fixed cost), against the layout's ceiling.

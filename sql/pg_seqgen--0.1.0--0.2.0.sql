@@ -195,3 +195,90 @@ ALTER TABLE seqgen.order_counter ENABLE ALWAYS TRIGGER order_counter_guard;
 ALTER TABLE seqgen.order_counter ENABLE ALWAYS TRIGGER order_counter_no_truncate;
 ALTER TABLE seqgen.opaque_key ENABLE ALWAYS TRIGGER opaque_key_guard;
 ALTER TABLE seqgen.opaque_key ENABLE ALWAYS TRIGGER opaque_key_no_truncate;
+
+-- 5. Server-wide monotonic UUIDv7 (seqgen_uuidv7) and the time bounds of both time-ordered
+--    kinds (seqgen_uuidv7_at, seqgen_snowflake_at).
+-- UUIDv7: the persisted reservation of seqgen_uuidv7(), as a value of its generator
+-- (unix milliseconds << 21 | counter). Every UUID this server issued is below it; after a
+-- restart (or a restore) UUIDs resume above it. The worker upserts the single row; it is
+-- dumped with the database.
+CREATE TABLE seqgen.uuidv7 (
+    singleton   pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (singleton),
+    reserved_id pg_catalog.int8 NOT NULL CHECK (reserved_id OPERATOR(pg_catalog.>=) 0)
+);
+COMMENT ON TABLE seqgen.uuidv7 IS
+    'pg_seqgen UUIDv7 reservation (unix ms << 21 | counter): every issued UUID is below it; it never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.uuidv7', '');
+
+CREATE FUNCTION seqgen.uuidv7_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+        IF NEW.reserved_id OPERATOR(pg_catalog.<) OLD.reserved_id THEN
+            RAISE EXCEPTION 'the UUIDv7 reservation cannot decrease (from % to %)', OLD.reserved_id, NEW.reserved_id
+                USING ERRCODE = 'check_violation',
+                      HINT = 'Lowering it would let UUIDs be issued again after a restart.';
+        END IF;
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'the UUIDv7 reservation cannot be deleted'
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Deleting it would let UUIDs be issued again after a restart.';
+END
+$$;
+
+CREATE TRIGGER uuidv7_guard BEFORE UPDATE OR DELETE ON seqgen.uuidv7
+    FOR EACH ROW EXECUTE FUNCTION seqgen.uuidv7_guard();
+CREATE TRIGGER uuidv7_no_truncate BEFORE TRUNCATE ON seqgen.uuidv7
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+ALTER TABLE seqgen.uuidv7 ENABLE ALWAYS TRIGGER uuidv7_guard;
+ALTER TABLE seqgen.uuidv7 ENABLE ALWAYS TRIGGER uuidv7_no_truncate;
+REVOKE ALL ON TABLE seqgen.uuidv7 FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.seqgen_uuidv7() RETURNS uuid
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_uuidv7_wrapper';
+
+CREATE FUNCTION @extschema@.seqgen_uuidv7_at(
+	"ts" timestamp with time zone
+) RETURNS uuid
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_uuidv7_at_wrapper';
+
+CREATE FUNCTION @extschema@.seqgen_uuidv7_decode(
+	"id" uuid
+) RETURNS TABLE (
+	"ts" timestamp with time zone,
+	"counter" INT
+)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_uuidv7_decode_wrapper';
+
+CREATE FUNCTION @extschema@.seqgen_uuidv7_status() RETURNS TABLE (
+	"last_ts" timestamp with time zone,
+	"last_counter" bigint,
+	"reserved_until" timestamp with time zone,
+	"lag_ms" bigint,
+	"waits" bigint,
+	"counter_waits" bigint,
+	"borrows" bigint,
+	"refusals" bigint
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_uuidv7_status_wrapper';
+
+CREATE FUNCTION @extschema@.seqgen_snowflake_at(
+	"ts" timestamp with time zone
+) RETURNS bigint
+STABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake_at_wrapper';
+
+REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_status() FROM PUBLIC;

@@ -19,5 +19,7 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_set_node_bits(pg_catalog.text, pg_cata
 REVOKE ALL ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_worker_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_status() FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
--- seqgen_snowflake_decode): they read no state and can be used in CHECK constraints.
+-- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode): they read no state and can be used in CHECK constraints.

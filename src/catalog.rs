@@ -43,12 +43,46 @@ const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seq
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 
-const SNOWFLAKE_READ: &str = "SELECT reserved_id FROM seqgen.snowflake";
-const SNOWFLAKE_LOCK: &str = "SELECT reserved_id FROM seqgen.snowflake FOR NO KEY UPDATE SKIP LOCKED";
-const SNOWFLAKE_UPDATE: &str = "UPDATE seqgen.snowflake \
-     SET reserved_id = pg_catalog.int8larger(reserved_id, $1) WHERE singleton";
-const SNOWFLAKE_INSERT: &str = "INSERT INTO seqgen.snowflake (singleton, reserved_id) VALUES (true, $1) \
-     ON CONFLICT (singleton) DO NOTHING RETURNING true";
+/// The reservation tables of the clock-ordered generators, by index: snowflake IDs, UUIDv7s.
+/// Each has one row, `reserved_id`: an ID value of the generator's layout above every issued
+/// one.
+pub const RESERVATION_TABLES: [&str; 2] = ["seqgen.snowflake", "seqgen.uuidv7"];
+
+/// The statements of one reservation table.
+struct ReservationPlans {
+    read: OwnedPreparedStatement,
+    lock: OwnedPreparedStatement,
+    update: OwnedPreparedStatement,
+    insert: OwnedPreparedStatement,
+}
+
+impl ReservationPlans {
+    /// `table` is one of [`RESERVATION_TABLES`] (a constant identifier; values are arguments).
+    fn prepare(client: &SpiClient<'_>, table: &str) -> spi::Result<Self> {
+        let int8 = PgOid::BuiltIn(PgBuiltInOids::INT8OID);
+        Ok(ReservationPlans {
+            read: client.prepare(&format!("SELECT reserved_id FROM {table}"), &[])?.keep(),
+            lock: client
+                .prepare_mut(&format!("SELECT reserved_id FROM {table} FOR NO KEY UPDATE SKIP LOCKED"), &[])?
+                .keep(),
+            update: client
+                .prepare_mut(
+                    &format!("UPDATE {table} SET reserved_id = pg_catalog.int8larger(reserved_id, $1) WHERE singleton"),
+                    &[int8],
+                )?
+                .keep(),
+            insert: client
+                .prepare_mut(
+                    &format!(
+                        "INSERT INTO {table} (singleton, reserved_id) VALUES (true, $1) \
+                         ON CONFLICT (singleton) DO NOTHING RETURNING true"
+                    ),
+                    &[int8],
+                )?
+                .keep(),
+        })
+    }
+}
 
 const TEMPLATE_READ: &str = "SELECT t.template, t.time_zone, k.key FROM seqgen.template t \
      LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
@@ -100,10 +134,7 @@ pub struct Plans {
     tag_load: OwnedPreparedStatement,
     verify: OwnedPreparedStatement,
     key_read: OwnedPreparedStatement,
-    snowflake_read: OwnedPreparedStatement,
-    snowflake_lock: OwnedPreparedStatement,
-    snowflake_update: OwnedPreparedStatement,
-    snowflake_insert: OwnedPreparedStatement,
+    reservations: [ReservationPlans; 2],
     template_read: OwnedPreparedStatement,
     order_lock: OwnedPreparedStatement,
     order_exists: OwnedPreparedStatement,
@@ -123,10 +154,10 @@ impl Plans {
             tag_load: client.prepare(TAG_LOAD, &[text])?.keep(),
             verify: client.prepare(VERIFY, &[texts])?.keep(),
             key_read: client.prepare(KEY_READ, &[text])?.keep(),
-            snowflake_read: client.prepare(SNOWFLAKE_READ, &[])?.keep(),
-            snowflake_lock: client.prepare_mut(SNOWFLAKE_LOCK, &[])?.keep(),
-            snowflake_update: client.prepare_mut(SNOWFLAKE_UPDATE, &[int8])?.keep(),
-            snowflake_insert: client.prepare_mut(SNOWFLAKE_INSERT, &[int8])?.keep(),
+            reservations: [
+                ReservationPlans::prepare(client, RESERVATION_TABLES[0])?,
+                ReservationPlans::prepare(client, RESERVATION_TABLES[1])?,
+            ],
             template_read: client.prepare(TEMPLATE_READ, &[text])?.keep(),
             order_lock: client.prepare_mut(ORDER_LOCK, &[text])?.keep(),
             order_exists: client.prepare(ORDER_EXISTS, &[text])?.keep(),
@@ -227,21 +258,23 @@ impl Plans {
         }
     }
 
-    /// The persisted snowflake high-water ID (every ID issued before is below it).
-    pub fn snowflake_read(&self, client: &SpiClient<'_>) -> spi::Result<i64> {
-        let t = client.select(&self.snowflake_read, Some(1), &[])?;
+    /// The persisted high-water ID of reservation table `which` (an index into
+    /// [`RESERVATION_TABLES`]; every ID issued before is below it).
+    pub fn reservation_read(&self, client: &SpiClient<'_>, which: usize) -> spi::Result<i64> {
+        let t = client.select(&self.reservations[which].read, Some(1), &[])?;
         Ok(if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) })
     }
 
-    /// Persist a snowflake high-water ID (never lowers it). `false`: the row is locked by
-    /// another transaction.
-    pub fn snowflake_write(&self, client: &mut SpiClient<'_>, id: i64) -> spi::Result<bool> {
-        if !client.update(&self.snowflake_lock, Some(1), &[])?.is_empty() {
-            client.update(&self.snowflake_update, None, &[id.into()])?;
+    /// Persist a high-water ID in reservation table `which` (never lowers it). `false`: the
+    /// row is locked by another transaction.
+    pub fn reservation_write(&self, client: &mut SpiClient<'_>, which: usize, id: i64) -> spi::Result<bool> {
+        let p = &self.reservations[which];
+        if !client.update(&p.lock, Some(1), &[])?.is_empty() {
+            client.update(&p.update, None, &[id.into()])?;
             return Ok(true);
         }
         // no row we could lock: none yet, or one locked by someone else
-        Ok(!client.update(&self.snowflake_insert, None, &[id.into()])?.is_empty())
+        Ok(!client.update(&p.insert, None, &[id.into()])?.is_empty())
     }
 
     /// Reserve values for `tag` (whose row must be `expect`) inside the current (worker)

@@ -35,16 +35,16 @@ pub enum SeqgenError {
     NullArgument(&'static str),
     #[error("{0}")]
     InvalidArgument(String),
+    #[error("{0}")]
+    DatetimeOutOfRange(String),
     #[error("tag \"{0}\" has exhausted the bigint range")]
     Exhausted(String),
     #[error("too many tags: seqgen.max_tags is {0}")]
     TooManyTags(i32),
-    #[error(
-        "the clock is {behind} ms behind the last snowflake timestamp, more than seqgen.snowflake_max_borrow allows"
-    )]
-    ClockBehind { behind: i64 },
-    #[error("the snowflake layout's time range is used up")]
-    SnowflakeTimeExhausted,
+    #[error("the clock is {behind} ms behind the last {what} timestamp, more than seqgen.snowflake_max_borrow allows")]
+    ClockBehind { what: &'static str, behind: i64 },
+    #[error("the {0} layout's time range is used up")]
+    TimeExhausted(&'static str),
     #[error("the clock is before seqgen.snowflake_epoch")]
     BeforeEpoch,
     #[error("seqgen.node_id {node} does not fit in the tag's {bits} node bits")]
@@ -88,8 +88,10 @@ impl SeqgenError {
             UnknownTag(_) => ERRCODE_UNDEFINED_OBJECT,
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
             BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
+            // 22008 (datetime_field_overflow is datetime_value_out_of_range)
+            DatetimeOutOfRange(_) => ERRCODE_DATETIME_FIELD_OVERFLOW,
             NullArgument(_) => ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            Exhausted(_) | SnowflakeTimeExhausted | OrderOverflow { .. } => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+            Exhausted(_) | TimeExhausted(_) | OrderOverflow { .. } => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyTags(_) => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
@@ -113,8 +115,8 @@ impl SeqgenError {
             UnknownTag(_) => "Create it with seqgen_create().".into(),
             TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),
             TooManyTags(_) => "Drop unused tags, or raise seqgen.max_tags and restart the server.".into(),
-            ClockBehind { .. } => "Snowflake IDs resume when the server clock catches up; check NTP.".into(),
-            SnowflakeTimeExhausted => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
+            ClockBehind { what, .. } => format!("{what} IDs resume when the server clock catches up; check NTP."),
+            TimeExhausted(_) => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
             BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
             NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),
             NeedsUpdate(_) => "Run ALTER EXTENSION pg_seqgen UPDATE in this database.".into(),

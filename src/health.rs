@@ -53,6 +53,7 @@ fn seqgen_worker_status() -> TableIterator<
         }
     }
     pending += (h.snowflake.want.load(Ordering::Relaxed) != 0) as i32;
+    pending += (h.uuid.want.load(Ordering::Relaxed) != 0) as i32;
     let hl = &h.health;
     let error = hl.last_error.read();
     TableIterator::once((

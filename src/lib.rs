@@ -20,6 +20,7 @@ mod segment_api;
 mod shmem;
 mod snowflake;
 mod triggers;
+mod uuid;
 mod wait;
 mod worker;
 

@@ -9,7 +9,8 @@
 //! │   ├── cv: ConditionVariable the worker broadcasts after every batch of work
 //! │   ├── mailboxes[MAILBOXES]: synchronous requests (load a tag, reserve a batch range,
 //! │   │   read a template), each owned by one process: word = sequence << 8 | state
-//! │   └── snowflake: the generator word, the reservation, clock-event counters
+//! │   ├── snowflake: the generator word, the reservation, clock-event counters
+//! │   └── uuid: the same for seqgen_uuidv7() (word = unix ms << 21 | counter)
 //! └── slots[max_tags]: TagSlot
 //!     ├── seg: SegmentBuffer (cursor on its own cache line, ring of published segments)
 //!     ├── ord: SegmentBuffer of order-number counter blocks (segment period = period key)
@@ -71,6 +72,7 @@ pub struct Header {
     pub health: Health,
     pub mailboxes: [Mailbox; MAILBOXES],
     pub snowflake: SnowflakeShared,
+    pub uuid: SnowflakeShared,
 }
 
 /// The worker's health, for `seqgen_worker_status()`. Written by the worker only.
@@ -90,7 +92,8 @@ pub struct Health {
     pub reclaimed: AtomicU64,
 }
 
-/// Snowflake state shared by every backend (the generator itself is in `seqgen_core`).
+/// The state of a clock-ordered generator (snowflake or UUIDv7) shared by every backend (the
+/// generator itself is in `seqgen_core`).
 #[repr(C)]
 pub struct SnowflakeShared {
     pub gen: Generator,

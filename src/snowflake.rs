@@ -1,5 +1,6 @@
 //! Snowflake IDs: `seqgen_snowflake()`, `seqgen_snowflake_decode()`,
-//! `seqgen_snowflake_status()`, and the shared state behind them.
+//! `seqgen_snowflake_status()`, `seqgen_snowflake_at()`, and the shared clock-ordered
+//! generators behind them and behind `seqgen_uuidv7()` (see [`Kind`]).
 //!
 //! The generator itself (layout, clock policy, the CAS word) is `seqgen_core::snowflake`; this
 //! module puts it in shared memory, reads the real clock, and asks the worker to persist the
@@ -23,7 +24,58 @@ const EP_BORROWING: u32 = 1;
 const EP_REFUSING: u32 = 2;
 const EP_WAITING: u32 = 4;
 
-/// The layout, fixed at server start (the settings are postmaster-level).
+/// The two clock-ordered generators of a server: snowflake IDs and UUIDv7s. Each has its own
+/// shared state (word, reservation, counters), layout and persisted reservation; the clock
+/// policy and the worker protocol are the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Snowflake,
+    Uuid,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 2] = [Kind::Snowflake, Kind::Uuid];
+
+    pub fn shared(self, h: &Header) -> &SnowflakeShared {
+        match self {
+            Kind::Snowflake => &h.snowflake,
+            Kind::Uuid => &h.uuid,
+        }
+    }
+
+    pub fn layout(self) -> &'static Layout {
+        static UUID: OnceLock<Layout> = OnceLock::new();
+        match self {
+            Kind::Snowflake => layout(),
+            Kind::Uuid => UUID.get_or_init(seqgen_core::uuid::layout),
+        }
+    }
+
+    /// For messages: "snowflake", "UUIDv7".
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Snowflake => "snowflake",
+            Kind::Uuid => "UUIDv7",
+        }
+    }
+
+    /// Its reservation table, as an index into `catalog::RESERVATION_TABLES`.
+    pub fn table(self) -> usize {
+        match self {
+            Kind::Snowflake => 0,
+            Kind::Uuid => 1,
+        }
+    }
+
+    fn reservation(self) -> &'static str {
+        match self {
+            Kind::Snowflake => "snowflake reservation",
+            Kind::Uuid => "UUIDv7 reservation",
+        }
+    }
+}
+
+/// The snowflake layout, fixed at server start (the settings are postmaster-level).
 pub fn layout() -> &'static Layout {
     static LAYOUT: OnceLock<Layout> = OnceLock::new();
     LAYOUT.get_or_init(|| configured_layout().unwrap_or_else(|e| SeqgenError::InvalidArgument(e).raise()))
@@ -73,43 +125,44 @@ impl Clock for SystemClock {
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_snowflake() -> i64 {
     crate::wait::begin_call();
-    next().or_raise()
+    next(Kind::Snowflake).or_raise()
 }
 
-/// The next snowflake ID. Steady state: a clock read and one compare-and-swap.
+/// The next ID of generator `kind` (for UUIDs: `unix_ms << 21 | counter`). Steady state: a
+/// clock read and one compare-and-swap.
 #[inline]
-pub fn next() -> Result<i64> {
+pub fn next(kind: Kind) -> Result<i64> {
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded)?;
-    let sf = &h.snowflake;
-    let layout = layout();
+    let sf = kind.shared(h);
+    let layout = kind.layout();
     loop {
         match sf.gen.next(layout, &policy(), &SystemClock) {
             Ok((id, ev)) => {
                 let ts = id >> (layout.node_bits + layout.seq_bits);
                 if ts >= sf.refresh_at.load(Ordering::Relaxed) {
-                    ask_for_reservation(h);
+                    ask_for_reservation(h, kind);
                 }
                 if ev != Events::default() || sf.episodes.load(Ordering::Relaxed) != 0 {
-                    note_events(sf, ev, layout);
+                    note_events(kind, sf, ev, layout);
                 }
                 return Ok(id);
             }
-            Err(NextError::NeedReservation { ts }) => wait_for_reservation(h, ts)?,
+            Err(NextError::NeedReservation { ts }) => wait_for_reservation(h, kind, ts)?,
             Err(NextError::ClockBehind { behind }) => {
                 sf.refusals.fetch_add(1, Ordering::Relaxed);
                 if sf.episodes.fetch_or(EP_REFUSING, Ordering::AcqRel) & EP_REFUSING == 0 {
-                    log!("pg_seqgen: the clock is {behind} ms behind the last snowflake timestamp, beyond seqgen.snowflake_max_borrow; refusing until it catches up");
+                    log!("pg_seqgen: the clock is {behind} ms behind the last {} timestamp, beyond seqgen.snowflake_max_borrow; refusing until it catches up", kind.name());
                 }
-                return Err(SeqgenError::ClockBehind { behind });
+                return Err(SeqgenError::ClockBehind { what: kind.name(), behind });
             }
-            Err(NextError::TimeExhausted) => return Err(SeqgenError::SnowflakeTimeExhausted),
+            Err(NextError::TimeExhausted) => return Err(SeqgenError::TimeExhausted(kind.name())),
             Err(NextError::BeforeEpoch) => return Err(SeqgenError::BeforeEpoch),
         }
     }
 }
 
-fn ask_for_reservation(h: &Header) {
-    let sf = &h.snowflake;
+fn ask_for_reservation(h: &Header, kind: Kind) {
+    let sf = kind.shared(h);
     sf.active_ms.store(shmem::now_ms(), Ordering::Relaxed);
     if sf.want.swap(1, Ordering::AcqRel) == 0 {
         h.ring();
@@ -118,7 +171,7 @@ fn ask_for_reservation(h: &Header) {
 
 /// Counters and once-per-episode log lines for clock events.
 #[cold]
-fn note_events(sf: &SnowflakeShared, ev: Events, layout: &Layout) {
+fn note_events(kind: Kind, sf: &SnowflakeShared, ev: Events, layout: &Layout) {
     if ev.waited_overflow {
         sf.sequence_waits.fetch_add(1, Ordering::Relaxed);
     }
@@ -135,14 +188,17 @@ fn note_events(sf: &SnowflakeShared, ev: Events, layout: &Layout) {
     let before =
         if set != 0 { sf.episodes.fetch_or(set, Ordering::AcqRel) } else { sf.episodes.load(Ordering::Acquire) };
     if set & EP_WAITING != 0 && before & EP_WAITING == 0 {
-        log!("pg_seqgen: the clock moved back; waiting for it to catch up (seqgen.snowflake_max_wait)");
+        log!(
+            "pg_seqgen: the clock moved back; {} IDs wait for it to catch up (seqgen.snowflake_max_wait)",
+            kind.name()
+        );
     }
     if set & EP_BORROWING != 0 && before & EP_BORROWING == 0 {
-        log!("pg_seqgen: the clock is {lag} ms behind the last snowflake timestamp; borrowing time");
+        log!("pg_seqgen: the clock is {lag} ms behind the last {} timestamp; borrowing time", kind.name());
     }
     // an ID issued at the clock's own time ends every episode
     if set == 0 && lag == 0 && before != 0 && sf.episodes.swap(0, Ordering::AcqRel) != 0 {
-        log!("pg_seqgen: the clock has caught up with the last snowflake timestamp");
+        log!("pg_seqgen: the clock has caught up with the last {} timestamp", kind.name());
     }
 }
 
@@ -155,11 +211,11 @@ fn lag_ms(sf: &SnowflakeShared, layout: &Layout) -> i64 {
 /// The reservation must be extended before `ts` can be issued: ask the worker and wait.
 #[cold]
 #[inline(never)]
-fn wait_for_reservation(h: &'static Header, ts: i64) -> Result<()> {
+fn wait_for_reservation(h: &'static Header, kind: Kind, ts: i64) -> Result<()> {
     if unsafe { pg_sys::RecoveryInProgress() } {
         return Err(SeqgenError::HotStandby);
     }
-    let sf = &h.snowflake;
+    let sf = kind.shared(h);
     let err_before = sf.err_seq.load(Ordering::Acquire);
     sf.active_ms.store(shmem::now_ms(), Ordering::Relaxed);
     sf.want.store(1, Ordering::Release);
@@ -171,7 +227,7 @@ fn wait_for_reservation(h: &'static Header, ts: i64) -> Result<()> {
         }
         if sf.err_seq.load(Ordering::Acquire) != err_before {
             let c = sf.err_code.load(Ordering::Acquire);
-            return Some(Err(directory::slot_failure(h, c, "snowflake reservation")));
+            return Some(Err(directory::slot_failure(h, c, kind.reservation())));
         }
         // a worker that is not running may be starting (or restarting): wait for it until
         // the timeout, as the segment path does
@@ -180,13 +236,13 @@ fn wait_for_reservation(h: &'static Header, ts: i64) -> Result<()> {
     match outcome {
         Some(r) => r,
         None if h.worker_status() != WorkerStatus::Running => Err(SeqgenError::WorkerNotRunning),
-        None => Err(SeqgenError::Timeout { tag: "snowflake reservation".into(), ms: timeout }),
+        None => Err(SeqgenError::Timeout { tag: kind.reservation().into(), ms: timeout }),
     }
 }
 
-/// Worker side: should the reservation be loaded or extended this cycle?
-pub fn worker_wants(h: &Header, now_ms: i64, periodic: bool) -> Option<SnowflakeJob> {
-    let sf = &h.snowflake;
+/// Worker side: should the reservation of `kind` be loaded or extended this cycle?
+pub fn worker_wants(h: &Header, kind: Kind, now_ms: i64, periodic: bool) -> Option<SnowflakeJob> {
+    let sf = kind.shared(h);
     if sf.loaded.load(Ordering::Acquire) == 0 {
         // load when asked, or once a second until it succeeds
         let asked = sf.want.swap(0, Ordering::AcqRel) != 0;
@@ -195,7 +251,7 @@ pub fn worker_wants(h: &Header, now_ms: i64, periodic: bool) -> Option<Snowflake
     let asked = sf.want.swap(0, Ordering::AcqRel) != 0;
     // keep the reservation ahead while IDs are being issued (or were in the last minute)
     let recent = now_ms - sf.active_ms.load(Ordering::Relaxed) < 60_000;
-    let layout = layout();
+    let layout = kind.layout();
     let now_ts = now_ms - layout.epoch_ms;
     let behind_refresh = now_ts >= sf.refresh_at.load(Ordering::Relaxed);
     (asked || (recent && behind_refresh)).then_some(SnowflakeJob::Extend)
@@ -213,32 +269,32 @@ pub enum SnowflakeJob {
 /// One window ahead of the clock (or of the last issued timestamp, when borrowing): never
 /// further, so a restart never finds the reservation more than a window ahead of where the
 /// clock was. (Never lower than the current one: `extend_reservation` keeps the maximum.)
-pub fn next_reservation(h: &Header, now_ms: i64) -> i64 {
-    let layout = layout();
-    let (last_ts, _) = h.snowflake.gen.last(layout);
+pub fn next_reservation(h: &Header, kind: Kind, now_ms: i64) -> i64 {
+    let (layout, sf) = (kind.layout(), kind.shared(h));
+    let (last_ts, _) = sf.gen.last(layout);
     let base = (now_ms - layout.epoch_ms).max(last_ts + 1);
-    (base + guc::SNOWFLAKE_RESERVE.get() as i64).max(h.snowflake.gen.reserved())
+    (base + guc::SNOWFLAKE_RESERVE.get() as i64).max(sf.gen.reserved())
 }
 
 /// Worker side, after the reservation `ts` is durably committed.
-pub fn publish_reservation(h: &Header, ts: i64) {
-    let sf = &h.snowflake;
+pub fn publish_reservation(h: &Header, kind: Kind, ts: i64) {
+    let sf = kind.shared(h);
     sf.gen.extend_reservation(ts);
     sf.refresh_at.store(ts - (guc::SNOWFLAKE_RESERVE.get() as i64 / 2).max(1), Ordering::Release);
 }
 
 /// Worker side, after reading the persisted high-water ID at start-up.
-pub fn resume(h: &Header, high_water_id: i64) {
-    let sf = &h.snowflake;
-    sf.gen.resume_above(high_water_id, layout());
+pub fn resume(h: &Header, kind: Kind, high_water_id: i64) {
+    let sf = kind.shared(h);
+    sf.gen.resume_above(high_water_id, kind.layout());
     sf.refresh_at.store(i64::MIN, Ordering::Release);
     sf.loaded.store(1, Ordering::Release);
 }
 
 /// Worker side: persisting failed, for the reason `c` (a `directory::code`).
-pub fn report_failure(h: &Header, c: u32) {
-    h.snowflake.err_code.store(c, Ordering::Release);
-    h.snowflake.err_seq.fetch_add(1, Ordering::AcqRel);
+pub fn report_failure(h: &Header, kind: Kind, c: u32) {
+    kind.shared(h).err_code.store(c, Ordering::Release);
+    kind.shared(h).err_seq.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Raise the snowflake generator at once so that every later ID is above `min_id`, e.g. after
@@ -264,21 +320,21 @@ fn advance(min_id: i64) -> Result<i64> {
     }
     // the generator must have resumed above the persisted reservation first (else a later
     // resume could not tell the two apart)
-    wait_loaded(h)?;
+    wait_loaded(h, Kind::Snowflake)?;
     sf.gen.raise_above(min_id, layout);
     // Durable before it returns: wait until the worker has persisted a reservation above the
     // new floor, so a restart right after this call still resumes above `min_id`.
     let (last_ts, last_seq) = sf.gen.last(layout);
     sf.refresh_at.store(i64::MIN, Ordering::Release);
     if sf.gen.reserved() <= last_ts + 1 {
-        wait_for_reservation(h, last_ts + 1)?;
+        wait_for_reservation(h, Kind::Snowflake, last_ts + 1)?;
     }
     Ok(layout.compose(last_ts, last_seq))
 }
 
 /// Wait until the worker has resumed the generator above the persisted reservation.
-fn wait_loaded(h: &'static Header) -> Result<()> {
-    let sf = &h.snowflake;
+fn wait_loaded(h: &'static Header, kind: Kind) -> Result<()> {
+    let sf = kind.shared(h);
     if sf.loaded.load(Ordering::Acquire) != 0 {
         return Ok(());
     }
@@ -286,7 +342,7 @@ fn wait_loaded(h: &'static Header) -> Result<()> {
     h.ring();
     let timeout = guc::ALLOCATION_TIMEOUT.get();
     wait_for(h, || (sf.loaded.load(Ordering::Acquire) != 0).then_some(()))
-        .ok_or(SeqgenError::Timeout { tag: "snowflake reservation".into(), ms: timeout })
+        .ok_or(SeqgenError::Timeout { tag: kind.reservation().into(), ms: timeout })
 }
 
 #[pg_extern(stable, parallel_safe)]
@@ -310,6 +366,81 @@ pub fn to_timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
         .unwrap_or_else(|_| SeqgenError::InvalidArgument(format!("timestamp {unix_ms} ms is out of range")).raise())
 }
 
+/// The lowest snowflake ID of the millisecond `ts` (node 0, sequence 0): every ID of that
+/// millisecond or later is at or above it, every ID of an earlier one below it. For
+/// `WHERE id >= seqgen_snowflake_at(now() - interval '1 day')` and partition bounds. STABLE,
+/// not IMMUTABLE: the answer depends on `seqgen.snowflake_epoch` and the widths, which a
+/// restart may change.
+#[pg_extern(stable, strict, parallel_safe)]
+fn seqgen_snowflake_at(ts: TimestampWithTimeZone) -> i64 {
+    snowflake_at(ts).or_raise()
+}
+
+fn snowflake_at(ts: TimestampWithTimeZone) -> Result<i64> {
+    let layout = layout();
+    let unix_ms = unix_ms_of(ts)?;
+    let t = unix_ms - layout.epoch_ms;
+    if t < 0 || t > layout.max_ts() {
+        return Err(SeqgenError::DatetimeOutOfRange(format!(
+            "{} is outside the snowflake layout's time range (seqgen.snowflake_epoch plus {} bits of milliseconds)",
+            iso(unix_ms),
+            layout.time_bits
+        )));
+    }
+    Ok(layout.id_floor(t))
+}
+
+/// Milliseconds since the Unix epoch of a timestamptz (rounded down); 22008 for infinity.
+pub fn unix_ms_of(ts: TimestampWithTimeZone) -> Result<i64> {
+    if ts.is_infinity() || ts.is_neg_infinity() {
+        return Err(SeqgenError::DatetimeOutOfRange("an infinite timestamp has no ID".into()));
+    }
+    const PG_EPOCH_MS: i64 = 946_684_800_000;
+    let micros: i64 = ts.into();
+    Ok(micros.div_euclid(1000) + PG_EPOCH_MS)
+}
+
+/// An instant for messages: `2024-01-01 00:00:00.000 UTC`.
+pub fn iso(unix_ms: i64) -> String {
+    let secs = unix_ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let s = secs.rem_euclid(86_400);
+    // civil date from days since 1970-01-01 (Howard Hinnant's algorithm)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03} UTC", s / 3600, s / 60 % 60, s % 60, unix_ms.rem_euclid(1000))
+}
+
+/// One generator's state for the status functions: last issued timestamp and sequence,
+/// reservation, lag, and the clock-event counters.
+pub type StatusRow = (Option<TimestampWithTimeZone>, i64, Option<TimestampWithTimeZone>, i64, i64, i64, i64, i64);
+
+pub fn status_row(kind: Kind) -> StatusRow {
+    let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
+    let sf = kind.shared(h);
+    let layout = kind.layout();
+    let loaded = sf.loaded.load(Ordering::Acquire) != 0;
+    let (last_ts, last_seq) = sf.gen.last(layout);
+    let reserved = sf.gen.reserved();
+    (
+        (loaded && last_ts > 0).then(|| to_timestamptz(last_ts + layout.epoch_ms)),
+        last_seq as i64,
+        (loaded && reserved > 0).then(|| to_timestamptz(reserved + layout.epoch_ms)),
+        lag_ms(sf, layout),
+        sf.waits.load(Ordering::Relaxed) as i64,
+        sf.sequence_waits.load(Ordering::Relaxed) as i64,
+        sf.borrows.load(Ordering::Relaxed) as i64,
+        sf.refusals.load(Ordering::Relaxed) as i64,
+    )
+}
+
 #[pg_extern(volatile, parallel_safe)]
 #[allow(clippy::type_complexity)]
 fn seqgen_snowflake_status() -> TableIterator<
@@ -326,21 +457,6 @@ fn seqgen_snowflake_status() -> TableIterator<
         name!(refusals, i64),
     ),
 > {
-    let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
-    let sf = &h.snowflake;
-    let layout = layout();
-    let loaded = sf.loaded.load(Ordering::Acquire) != 0;
-    let (last_ts, last_seq) = sf.gen.last(layout);
-    let reserved = sf.gen.reserved();
-    TableIterator::once((
-        layout.node_id as i32,
-        (loaded && last_ts > 0).then(|| to_timestamptz(last_ts + layout.epoch_ms)),
-        last_seq as i64,
-        (loaded && reserved > 0).then(|| to_timestamptz(reserved + layout.epoch_ms)),
-        lag_ms(sf, layout),
-        sf.waits.load(Ordering::Relaxed) as i64,
-        sf.sequence_waits.load(Ordering::Relaxed) as i64,
-        sf.borrows.load(Ordering::Relaxed) as i64,
-        sf.refusals.load(Ordering::Relaxed) as i64,
-    ))
+    let (a, b, c, d, e, f, g, i) = status_row(Kind::Snowflake);
+    TableIterator::once((layout().node_id as i32, a, b, c, d, e, f, g, i))
 }

@@ -449,6 +449,92 @@ mod tests {
     }
 
     #[pg_test]
+    fn uuidv7_layout_order_and_decode() {
+        // version 7, variant 10, increasing in uuid order, decodes to now
+        let ok = Spi::get_one::<bool>(
+            "WITH u AS (SELECT n, seqgen_uuidv7() AS id FROM generate_series(1, 5000) n)
+             SELECT bool_and(substr(id::text, 15, 1) = '7' AND substr(id::text, 20, 1) IN ('8', '9', 'a', 'b'))
+                AND bool_and(id > prev) IS NOT FALSE
+               FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM u) x",
+        )
+        .unwrap();
+        assert_eq!(ok, Some(true), "not version 7 / variant 10 / increasing");
+        let age = Spi::get_one::<f64>(
+            "SELECT (extract(epoch FROM clock_timestamp() - ts) * 1000)::float8 FROM seqgen_uuidv7_decode(seqgen_uuidv7())",
+        )
+        .unwrap()
+        .unwrap();
+        assert!((-5.0..1000.0).contains(&age), "decoded time is {age} ms from now");
+        // the reservation is persisted above the issued values
+        let id = Spi::get_one::<i64>(
+            "SELECT ((extract(epoch FROM ts) * 1000)::int8 << 21) | counter FROM seqgen_uuidv7_decode(seqgen_uuidv7())",
+        )
+        .unwrap()
+        .unwrap();
+        wait_for_value("SELECT reserved_id FROM seqgen.uuidv7", |r| r > id);
+        refused("UPDATE seqgen.uuidv7 SET reserved_id = 0", ERRCODE_CHECK_VIOLATION);
+        refused("DELETE FROM seqgen.uuidv7", ERRCODE_FEATURE_NOT_SUPPORTED);
+        let row =
+            Spi::get_two::<i64, bool>("SELECT refusals, reserved_until > last_ts FROM seqgen_uuidv7_status()").unwrap();
+        assert_eq!(row, (Some(0), Some(true)));
+    }
+
+    #[pg_test]
+    fn time_bounds() {
+        // the lowest UUID of a millisecond: bounds values of that millisecond from below
+        let s = Spi::get_one::<String>("SELECT seqgen_uuidv7_at('2025-01-01 00:00:00+00')::text").unwrap().unwrap();
+        assert_eq!(s, "01941f29-7c00-7000-8000-000000000000");
+        let ok = Spi::get_one::<bool>(
+            "SELECT seqgen_uuidv7_at(now() - interval '1 s') < u AND u < seqgen_uuidv7_at(now() + interval '1 s')
+               FROM (SELECT seqgen_uuidv7() AS u) x",
+        )
+        .unwrap();
+        assert_eq!(ok, Some(true));
+        // the lowest snowflake of a millisecond, under this server's layout
+        let ok = Spi::get_one::<bool>(
+            "SELECT seqgen_snowflake_at(ts) <= id AND id < seqgen_snowflake_at(ts + interval '1 ms')
+               FROM (SELECT id, (SELECT d.ts FROM seqgen_snowflake_decode(id) d) AS ts
+                       FROM (SELECT seqgen_snowflake() AS id) a) b",
+        )
+        .unwrap();
+        assert_eq!(ok, Some(true));
+        // volatility labels: IMMUTABLE where the answer never changes, STABLE where a setting decides
+        let labels = Spi::get_one::<String>(
+            "SELECT string_agg(proname || '=' || provolatile::text, ',' ORDER BY proname) FROM pg_proc
+              WHERE proname IN ('seqgen_uuidv7_at', 'seqgen_snowflake_at', 'seqgen_uuidv7_decode', 'seqgen_uuidv7')",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(labels, "seqgen_snowflake_at=s,seqgen_uuidv7=v,seqgen_uuidv7_at=i,seqgen_uuidv7_decode=i");
+        // bad input: a clear error, nothing drawn
+        for (sql, code) in [
+            ("SELECT seqgen_uuidv7_at('infinity')", ERRCODE_DATETIME_FIELD_OVERFLOW),
+            ("SELECT seqgen_uuidv7_at('1969-12-31 23:59:59+00')", ERRCODE_DATETIME_FIELD_OVERFLOW),
+            ("SELECT seqgen_uuidv7_at('11000-01-01 00:00:00+00')", ERRCODE_DATETIME_FIELD_OVERFLOW),
+            ("SELECT seqgen_snowflake_at('-infinity')", ERRCODE_DATETIME_FIELD_OVERFLOW),
+            ("SELECT seqgen_snowflake_at('2000-01-01 00:00:00+00')", ERRCODE_DATETIME_FIELD_OVERFLOW),
+            ("SELECT * FROM seqgen_uuidv7_decode(gen_random_uuid())", ERRCODE_INVALID_PARAMETER_VALUE),
+            (
+                "SELECT * FROM seqgen_uuidv7_decode('01941f29-7c00-7000-0000-000000000000')",
+                ERRCODE_INVALID_PARAMETER_VALUE,
+            ),
+        ] {
+            refused(sql, code);
+        }
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_uuidv7_at(NULL) IS NULL").unwrap(), Some(true));
+    }
+
+    #[pg_test]
+    fn uuidv7_needs_a_grant() {
+        Spi::run("CREATE ROLE seqgen_uuid_test NOLOGIN").unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_uuid_test").unwrap();
+        assert_eq!(sqlstate("SELECT seqgen_uuidv7()"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
+        assert_eq!(sqlstate("SELECT * FROM seqgen.uuidv7"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
+        // the pure helpers stay open
+        assert_eq!(sqlstate("SELECT seqgen_uuidv7_at(now()), seqgen_snowflake_at(now())"), None);
+    }
+
+    #[pg_test]
     fn snowflake_needs_a_grant() {
         Spi::run("CREATE ROLE seqgen_sf_test NOLOGIN").unwrap();
         Spi::run("SET LOCAL ROLE seqgen_sf_test").unwrap();

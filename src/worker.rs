@@ -41,7 +41,7 @@ use crate::catalog::{self, CatalogState, OrderReserve, Reserve, TemplateRead};
 use crate::directory::{code, retire_slot};
 use crate::guc;
 use crate::shmem::{self, Header, Ident, Mailbox, TagSlot, WorkerStatus};
-use crate::snowflake::{self, SnowflakeJob};
+use crate::snowflake::{self, Kind, SnowflakeJob};
 
 pub fn register() {
     BackgroundWorkerBuilder::new("pg_seqgen allocator")
@@ -188,8 +188,9 @@ enum Job {
     /// Reserve the next order-number counter block of a slot (whose template is `text` in time
     /// zone `zone`), for period `want` or later.
     Order { slot: SlotRef, text: String, zone: String, want: i64, asked: bool },
-    /// Load or extend the snowflake reservation; `ts` is the reservation to persist.
-    Snowflake { job: SnowflakeJob, ts: i64 },
+    /// Load or extend the reservation of a clock-ordered generator (snowflake or UUIDv7);
+    /// `ts` is the reservation to persist.
+    Snowflake { kind: Kind, job: SnowflakeJob, ts: i64 },
     /// Check that every loaded slot still serves its catalog row.
     Verify { slots: Vec<SlotRef> },
 }
@@ -469,7 +470,7 @@ fn job_name(job: &Job) -> String {
         Job::Template { slot, .. } => format!("reading the template of tag \"{}\"", slot.tag),
         Job::Prefetch { slot, .. } => format!("reserving a segment of tag \"{}\"", slot.tag),
         Job::Order { slot, .. } => format!("reserving order numbers of tag \"{}\"", slot.tag),
-        Job::Snowflake { .. } => "persisting the snowflake reservation".into(),
+        Job::Snowflake { kind, .. } => format!("persisting the {} reservation", kind.name()),
         Job::Verify { .. } => "checking loaded tags against the catalog".into(),
     }
 }
@@ -504,8 +505,10 @@ fn reclaim_mailboxes(h: &'static Header, check_owners: bool) {
 
 fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
     let mut jobs = vec![];
-    if let Some(job) = snowflake::worker_wants(h, now, periodic) {
-        jobs.push(Job::Snowflake { job, ts: snowflake::next_reservation(h, now) });
+    for kind in Kind::ALL {
+        if let Some(job) = snowflake::worker_wants(h, kind, now, periodic) {
+            jobs.push(Job::Snowflake { kind, job, ts: snowflake::next_reservation(h, kind, now) });
+        }
     }
     for (i, mb) in h.mailboxes.iter().enumerate() {
         let (seq, state) = mb.load();
@@ -551,7 +554,7 @@ fn requeue(h: &'static Header, jobs: &[Job]) {
         match job {
             Job::Prefetch { slot, .. } => slots[slot.idx].want.store(shmem::WANT_SEGMENT, Ordering::Release),
             Job::Order { slot, .. } => slots[slot.idx].ord_want.store(1, Ordering::Release),
-            Job::Snowflake { .. } => h.snowflake.want.store(1, Ordering::Release),
+            Job::Snowflake { kind, .. } => kind.shared(h).want.store(1, Ordering::Release),
             // mailboxes stay POSTED and are gathered again
             _ => {}
         }
@@ -584,10 +587,12 @@ fn run_job(
                 policy.next_step(cur, step, Some(lasted))
             })?)
         }
-        Job::Snowflake { job: SnowflakeJob::Load, .. } => Outcome::Snowflake(Some(plans.snowflake_read(client)?)),
-        Job::Snowflake { job: SnowflakeJob::Extend, ts } => {
-            let id = snowflake::layout().id_floor(*ts);
-            Outcome::Snowflake(plans.snowflake_write(client, id)?.then_some(id))
+        Job::Snowflake { kind, job: SnowflakeJob::Load, .. } => {
+            Outcome::Snowflake(Some(plans.reservation_read(client, kind.table())?))
+        }
+        Job::Snowflake { kind, job: SnowflakeJob::Extend, ts } => {
+            let id = kind.layout().id_floor(*ts);
+            Outcome::Snowflake(plans.reservation_write(client, kind.table(), id)?.then_some(id))
         }
         Job::Prefetch { slot, .. } => {
             let s = &slots[slot.idx];
@@ -825,13 +830,15 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 o => order_error(s, failure_code(&o)),
             }
         }
-        (Job::Snowflake { job: SnowflakeJob::Load, .. }, Outcome::Snowflake(Some(id))) => snowflake::resume(h, id),
-        (Job::Snowflake { job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(Some(_))) => {
-            snowflake::publish_reservation(h, *ts)
+        (Job::Snowflake { kind, job: SnowflakeJob::Load, .. }, Outcome::Snowflake(Some(id))) => {
+            snowflake::resume(h, *kind, id)
+        }
+        (Job::Snowflake { kind, job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(Some(_))) => {
+            snowflake::publish_reservation(h, *kind, *ts)
         }
         // locked: asked again by the waiting callers
         (Job::Snowflake { .. }, Outcome::Snowflake(None) | Outcome::Failed(JobError { locked: true, .. })) => {}
-        (Job::Snowflake { .. }, o) => snowflake::report_failure(h, failure_code(&o)),
+        (Job::Snowflake { kind, .. }, o) => snowflake::report_failure(h, *kind, failure_code(&o)),
         (Job::Prefetch { slot, .. }, o) => {
             let Some(s) = live(h, slot) else { return }; // retired meanwhile: a gap
             match o {

@@ -10,3 +10,4 @@ pub mod opaque;
 pub mod segment;
 pub mod snowflake;
 pub mod template;
+pub mod uuid;

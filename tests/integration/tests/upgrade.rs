@@ -3,9 +3,10 @@
 //! upgraded catalog must be the one a fresh install creates.
 //!
 //! 0.1.0 is built from this repository's history by `scripts/old_version.sh`
-//! (`tests/run.sh` runs it and passes its path in `SEQGEN_OLD_PACKAGE`). Both versions run
-//! from a private PostgreSQL tree (real copies of `postgres` and `pg_ctl`, links to the rest
-//! of the system installation), so the system installation keeps this version.
+//! for the major under test (`tests/run.sh` runs it and passes its path in
+//! `SEQGEN_OLD_PACKAGE`). Both versions run from a private PostgreSQL tree (real copies of
+//! `postgres` and `pg_ctl`, links to the rest of the installation), so the installation under
+//! test keeps this version.
 
 use std::path::Path;
 use std::process::Command;
@@ -13,32 +14,43 @@ use std::process::Command;
 use seqgen_integration::*;
 
 const TREE: &str = "/tmp/pg_seqgen_it/upgrade_tree";
-const LIB: &str = "usr/lib/postgresql/15/lib";
-const EXT: &str = "usr/share/postgresql/15/extension";
+
+/// The extension's directories in the installation under test (absolute paths; the tree
+/// and a `cargo pgrx package` output hold them below their own root).
+fn lib() -> String {
+    pg().pkglibdir.clone()
+}
+fn ext() -> String {
+    format!("{}/extension", pg().sharedir)
+}
 
 fn run(cmd: &str) {
     let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
     assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A PostgreSQL tree under TREE that finds its share and lib directories relative to itself.
+/// A PostgreSQL tree under TREE that finds its share and lib directories relative to itself:
+/// the installation's bin, lib and share directories at the same paths below TREE (real
+/// copies of `postgres` and `pg_ctl`, which locate themselves; links to everything else).
 fn make_tree() {
+    let (bin, lib, share) = (pg_bin(), lib(), &pg().sharedir);
     run(&format!(
-        "rm -rf {TREE} && mkdir -p {TREE}/usr/lib/postgresql/15/bin {TREE}/usr/share/postgresql \
-         && cp -as /usr/lib/postgresql/15/lib {TREE}/usr/lib/postgresql/15/lib \
-         && cp -as /usr/share/postgresql/15 {TREE}/usr/share/postgresql/15 \
-         && cp /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/pg_ctl {TREE}/usr/lib/postgresql/15/bin/ \
+        "rm -rf {TREE} && mkdir -p {TREE}{bin} {TREE}{lib} {TREE}{share} \
+         && rmdir {TREE}{lib} {TREE}{share} \
+         && cp -as {lib} {TREE}{lib} && cp -as {share} {TREE}{share} \
+         && cp {bin}/postgres {bin}/pg_ctl {TREE}{bin}/ \
          && chmod -R a+rX {TREE}"
     ));
 }
 
 /// Put version `from`'s pg_seqgen files into the tree (`from` is a package root: a directory
-/// holding usr/lib/... and usr/share/..., or "/" for the system installation).
+/// holding the installation's paths, or "" for the installation itself).
 fn install_version(from: &str, version_files: &[&str]) {
-    run(&format!("rm -f {TREE}/{LIB}/pg_seqgen.so {TREE}/{EXT}/pg_seqgen*"));
-    run(&format!("cp {from}/{LIB}/pg_seqgen.so {TREE}/{LIB}/"));
+    let (lib, ext) = (lib(), ext());
+    run(&format!("rm -f {TREE}{lib}/pg_seqgen.so {TREE}{ext}/pg_seqgen*"));
+    run(&format!("cp {from}{lib}/pg_seqgen.so {TREE}{lib}/"));
     for f in version_files {
-        run(&format!("cp {from}/{EXT}/{f} {TREE}/{EXT}/"));
+        run(&format!("cp {from}{ext}/{f} {TREE}{ext}/"));
     }
     run(&format!("chmod -R a+rX {TREE}"));
 }
@@ -72,11 +84,11 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
 fn upgrade_from_0_1_0_repeats_nothing() {
     let old = std::env::var("SEQGEN_OLD_PACKAGE")
         .expect("SEQGEN_OLD_PACKAGE: the 0.1.0 package tree (run scripts/old_version.sh; tests/run.sh does)");
-    assert!(Path::new(&format!("{old}/{LIB}/pg_seqgen.so")).exists(), "no 0.1.0 build in {old}");
+    assert!(Path::new(&format!("{old}{}/pg_seqgen.so", lib())).exists(), "no 0.1.0 build for {} in {old}", pg().major);
     make_tree();
     install_version(&old, &["pg_seqgen.control", "pg_seqgen--0.1.0.sql"]);
     let mut c = Cluster::init("upgrade", 56701, &["seqgen.node_id = 2"]);
-    c.bin = format!("{TREE}/usr/lib/postgresql/15/bin");
+    c.bin = format!("{TREE}{}", pg_bin());
     c.start();
     c.sql(
         "CREATE EXTENSION pg_seqgen;
@@ -127,8 +139,8 @@ fn upgrade_from_0_1_0_repeats_nothing() {
     drop(cl);
     // the new files, a restart (crash-like: immediate), and the update
     c.stop("immediate");
-    install_version("/", &["pg_seqgen.control", "pg_seqgen--0.2.0.sql", "pg_seqgen--0.1.0--0.2.0.sql"]);
-    run(&format!("cp {old}/{EXT}/pg_seqgen--0.1.0.sql {TREE}/{EXT}/"));
+    install_version("", &["pg_seqgen.control", "pg_seqgen--0.2.0.sql", "pg_seqgen--0.1.0--0.2.0.sql"]);
+    run(&format!("cp {old}{ext}/pg_seqgen--0.1.0.sql {TREE}{ext}/", ext = ext()));
     c.start();
     // until the update, calls are refused with a clear error
     let err = c.connect().query_one("SELECT seqgen_next('seg')", &[]).unwrap_err();
@@ -139,6 +151,9 @@ fn upgrade_from_0_1_0_repeats_nothing() {
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
     assert_eq!(version, "0.2.0");
     let after = draw(&c);
+    // what 0.2.0 added works on the upgraded catalog
+    let n = c.one_i64("SELECT count(DISTINCT seqgen_uuidv7()) FROM generate_series(1, 1000)");
+    assert_eq!(n, 1000, "seqgen_uuidv7() after the upgrade");
     // back to the daily template after the upgrade: the day continues above 0.1.0's numbers
     let mut cl = c.connect();
     cl.batch_execute("SELECT seqgen_set_template('sw', 'W{yyyy}{MM}{dd}-{seq:6}')").unwrap();
