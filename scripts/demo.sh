@@ -36,9 +36,11 @@ SELECT biz_tag, step, max_id, next_value, segment_end, next_segment_ready, curre
   FROM seqgen_status();
 SQL
 
-say "snowflake IDs, templated order numbers, opaque numbers"
+say "snowflake IDs, UUIDv7, templated order numbers, opaque numbers"
 psql_at "$DIR" "$PORT" -e <<'SQL'
 SELECT seqgen_snowflake() AS id, (seqgen_snowflake_decode(seqgen_snowflake())).*;
+SELECT u AS uuid, (seqgen_uuidv7_decode(u)).*, u >= seqgen_uuidv7_at(now()) AS at_or_above_now
+  FROM (SELECT seqgen_uuidv7() AS u FROM generate_series(1, 3)) x;
 SELECT seqgen_create('waybill', step => 100);
 SELECT seqgen_set_template('waybill', 'SN{yyyy}{MM}{dd}{seq:8}{check}', 'Asia/Shanghai');
 SELECT seqgen_order_no('waybill') AS order_no, seqgen_check_digit_valid(seqgen_order_no('waybill')) AS valid
