@@ -116,6 +116,7 @@ impl SeqgenError {
             TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),
             TooManyTags(_) => "Drop unused tags, or raise seqgen.max_tags and restart the server.".into(),
             ClockBehind { what, .. } => format!("{what} IDs resume when the server clock catches up; check NTP."),
+            TimeExhausted("UUIDv7") => "The UUIDv7 generator's 42 bits of milliseconds end in 2109.".into(),
             TimeExhausted(_) => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
             BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
             NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),

@@ -254,7 +254,11 @@ pub fn worker_wants(h: &Header, kind: Kind, now_ms: i64, periodic: bool) -> Opti
     let layout = kind.layout();
     let now_ts = now_ms - layout.epoch_ms;
     let behind_refresh = now_ts >= sf.refresh_at.load(Ordering::Relaxed);
-    (asked || (recent && behind_refresh)).then_some(SnowflakeJob::Extend)
+    if asked || (recent && behind_refresh) {
+        Some(SnowflakeJob::Extend)
+    } else {
+        periodic.then_some(SnowflakeJob::Refresh)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,6 +267,11 @@ pub enum SnowflakeJob {
     Load,
     /// Persist a reservation further ahead.
     Extend,
+    /// Read the persisted reservation again (once a second) and raise the generator above it:
+    /// a reservation that arrived by other means than this worker (restored by `pg_restore`
+    /// after the worker had loaded the empty table, or raised by hand after a failover)
+    /// counts within a second.
+    Refresh,
 }
 
 /// Worker side: the reservation to persist, as the first unreserved timestamp.
@@ -289,6 +298,25 @@ pub fn resume(h: &Header, kind: Kind, high_water_id: i64) {
     sf.gen.resume_above(high_water_id, kind.layout());
     sf.refresh_at.store(i64::MIN, Ordering::Release);
     sf.loaded.store(1, Ordering::Release);
+}
+
+/// Worker side, after re-reading the persisted reservation: every later ID is at or above it.
+/// Never lowers the generator; the next ID at or beyond the in-memory reservation waits for a
+/// new one to be persisted above the raised state, as usual.
+pub fn refresh(h: &Header, kind: Kind, persisted_id: i64) {
+    let (sf, layout) = (kind.shared(h), kind.layout());
+    // Only a reservation above this server's own (which is always ahead of the clock) came
+    // from elsewhere; raising to our own would jump the generator a window ahead every second.
+    if persisted_id > layout.id_floor(sf.gen.reserved()) {
+        let before = sf.gen.last(layout);
+        sf.gen.raise_above(persisted_id - 1, layout);
+        if sf.gen.last(layout) != before {
+            log!(
+                "pg_seqgen: the persisted {} ({persisted_id}) is above this server's; every later ID is above it",
+                kind.reservation()
+            );
+        }
+    }
 }
 
 /// Worker side: persisting failed, for the reason `c` (a `directory::code`).

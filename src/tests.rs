@@ -472,8 +472,12 @@ mod tests {
         .unwrap()
         .unwrap();
         wait_for_value("SELECT reserved_id FROM seqgen.uuidv7", |r| r > id);
+        let stored = Spi::get_one::<i64>("SELECT reserved_id FROM seqgen.uuidv7").unwrap();
         refused("UPDATE seqgen.uuidv7 SET reserved_id = 0", ERRCODE_CHECK_VIOLATION);
         refused("DELETE FROM seqgen.uuidv7", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused("TRUNCATE seqgen.uuidv7", ERRCODE_FEATURE_NOT_SUPPORTED);
+        let after = Spi::get_one::<i64>("SELECT reserved_id FROM seqgen.uuidv7").unwrap();
+        assert!(after >= stored, "the reservation went back: {stored:?} -> {after:?}");
         let row =
             Spi::get_two::<i64, bool>("SELECT refusals, reserved_until > last_ts FROM seqgen_uuidv7_status()").unwrap();
         assert_eq!(row, (Some(0), Some(true)));
@@ -485,8 +489,8 @@ mod tests {
         let s = Spi::get_one::<String>("SELECT seqgen_uuidv7_at('2025-01-01 00:00:00+00')::text").unwrap().unwrap();
         assert_eq!(s, "01941f29-7c00-7000-8000-000000000000");
         let ok = Spi::get_one::<bool>(
-            "SELECT seqgen_uuidv7_at(now() - interval '1 s') < u AND u < seqgen_uuidv7_at(now() + interval '1 s')
-               FROM (SELECT seqgen_uuidv7() AS u) x",
+            "SELECT seqgen_uuidv7_at(t0) <= u AND u < seqgen_uuidv7_at(clock_timestamp() + interval '1 ms')
+               FROM (SELECT clock_timestamp() AS t0) a, LATERAL (SELECT seqgen_uuidv7() AS u) b",
         )
         .unwrap();
         assert_eq!(ok, Some(true));
@@ -532,6 +536,13 @@ mod tests {
         assert_eq!(sqlstate("SELECT * FROM seqgen.uuidv7"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
         // the pure helpers stay open
         assert_eq!(sqlstate("SELECT seqgen_uuidv7_at(now()), seqgen_snowflake_at(now())"), None);
+        // not only the schema: the table itself is closed
+        Spi::run("RESET ROLE").unwrap();
+        let closed = Spi::get_one::<bool>(
+            "SELECT NOT has_table_privilege('seqgen_uuid_test', 'seqgen.uuidv7', 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE')",
+        )
+        .unwrap();
+        assert_eq!(closed, Some(true));
     }
 
     #[pg_test]

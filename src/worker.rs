@@ -587,7 +587,7 @@ fn run_job(
                 policy.next_step(cur, step, Some(lasted))
             })?)
         }
-        Job::Snowflake { kind, job: SnowflakeJob::Load, .. } => {
+        Job::Snowflake { kind, job: SnowflakeJob::Load | SnowflakeJob::Refresh, .. } => {
             Outcome::Snowflake(Some(plans.reservation_read(client, kind.table())?))
         }
         Job::Snowflake { kind, job: SnowflakeJob::Extend, ts } => {
@@ -833,6 +833,11 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
         (Job::Snowflake { kind, job: SnowflakeJob::Load, .. }, Outcome::Snowflake(Some(id))) => {
             snowflake::resume(h, *kind, id)
         }
+        (Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. }, Outcome::Snowflake(Some(id))) => {
+            snowflake::refresh(h, *kind, id)
+        }
+        // a failed re-read is retried next second; nobody waits for it
+        (Job::Snowflake { job: SnowflakeJob::Refresh, .. }, _) => {}
         (Job::Snowflake { kind, job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(Some(_))) => {
             snowflake::publish_reservation(h, *kind, *ts)
         }

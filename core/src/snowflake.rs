@@ -111,8 +111,9 @@ impl Layout {
 
     /// The smallest ID with timestamp `ts` (node 0, sequence 0): every ID with a smaller
     /// timestamp is below it. Reservations are persisted as this value.
+    /// Saturates at `i64::MAX` past the last timestamp (a reservation "to the end of time").
     pub fn id_floor(&self, ts: i64) -> i64 {
-        ((ts.max(0) as u64) << (self.node_bits + self.seq_bits)) as i64
+        ((ts.max(0) as u128) << (self.node_bits + self.seq_bits)).min(i64::MAX as u128) as i64
     }
 
     /// The smallest timestamp whose IDs all exceed `id` (or equal it for node 0, sequence 0).
@@ -405,6 +406,17 @@ mod tests {
         assert_eq!(parse_epoch("2024-01-01 00:00:00+00"), Ok(1_704_067_200_000));
         assert!(parse_epoch("yesterday").is_err());
         assert!(parse_epoch("1969-12-31").is_err());
+    }
+
+    #[test]
+    fn id_floor_saturates_past_the_last_timestamp() {
+        let l = Layout::new(30, 11, 22, 0, 0).unwrap();
+        assert_eq!(l.id_floor(l.max_ts() + 1), i64::MAX);
+        assert_eq!(l.id_floor(i64::MAX), i64::MAX);
+        // a generator resumed above it issues nothing more
+        let g = Generator::new();
+        g.resume_above(i64::MAX, &l);
+        assert_eq!(g.last(&l), (l.max_ts(), l.max_seq()));
     }
 
     #[test]

@@ -212,3 +212,73 @@ fn restart_with_the_clock_behind() {
     let all: Vec<&U> = before.iter().chain([&first]).chain(&after).collect();
     assert_unique("a restart with the clock 2 s behind", &all);
 }
+
+/// pg_restore into a server whose worker has already loaded the (still empty) reservation
+/// tables, and whose clock is 8 s behind the source's: snowflakes and UUIDs continue above
+/// every value issued before the dump. (0.2.0's first cut loaded the reservation only once,
+/// so the restored row went unread until a restart, and this test drew values below the
+/// dump's.) Calls are refused with 58000 until the clock is within the borrow limit.
+#[test]
+fn restore_after_the_worker_loaded_continues_above_the_dump() {
+    let a = Cluster::init("uuid_dump_src", 56805, &["seqgen.node_id = 1"]);
+    a.start();
+    a.sql("CREATE EXTENSION pg_seqgen;");
+    let (mut before_u, mut before_s) = (vec![], vec![]);
+    {
+        let mut cl = a.connect();
+        for _ in 0..10 {
+            before_u.extend(draw(&mut cl, 5000));
+            let rows = cl.query("SELECT seqgen_snowflake() FROM generate_series(1, 4000)", &[]).unwrap();
+            before_s.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+        }
+    }
+    let dump = format!("{}/dump.pgc", a.dir.display());
+    let out = as_postgres(
+        &format!("{}/pg_dump", pg_bin()),
+        &["-h", &a.dir.display().to_string(), "-p", "56805", "-U", "postgres", "-Fc", "-f", &dump, "postgres"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dumped_at = Instant::now();
+    a.stop("fast");
+
+    let b = Cluster::init("uuid_dump_dst", 56806, &["seqgen.node_id = 1"]).with_clock_shift();
+    // 8 s behind the source's clock at the dump, whatever initdb took (still 3 s or more
+    // behind it when the first value is drawn)
+    b.set_clock_offset_ms(-(8000 + dumped_at.elapsed().as_millis() as i64));
+    b.start();
+    let restore = |section: &str| {
+        let out = as_postgres(
+            &format!("{}/pg_restore", pg_bin()),
+            &["-h", &b.dir.display().to_string(), "-p", "56806", "-U", "postgres", "-d", "postgres", section, &dump],
+        );
+        assert!(out.status.success(), "pg_restore {section}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    restore("--section=pre-data");
+    // the worker finds the catalog and loads the empty reservation tables
+    std::thread::sleep(Duration::from_millis(2500));
+    restore("--section=data");
+    restore("--section=post-data");
+    // the restored reservations count within a second
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut cl = b.connect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut refused = 0;
+    let first = loop {
+        match cl.query("SELECT uuid_send(seqgen_uuidv7()), seqgen_snowflake()", &[]) {
+            Ok(rows) => break (uuids(rows.clone())[0], rows[0].get::<_, i64>(1)),
+            Err(e) => {
+                assert_eq!(sqlstate(&e).as_deref(), Some("58000"), "{e}");
+                assert!(Instant::now() < deadline, "never resumed after the restore");
+                refused += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    println!("after the restore: {refused} calls refused (58000) until the clock was within the borrow limit");
+    assert!(first.0 > *before_u.iter().max().unwrap(), "a UUID after the restore is below one before the dump");
+    assert!(first.1 > *before_s.iter().max().unwrap(), "a snowflake after the restore is below one before the dump");
+    let after_u = draw(&mut cl, 20_000);
+    assert!(after_u[0] > first.0);
+    let all: Vec<&U> = before_u.iter().chain([&first.0]).chain(&after_u).collect();
+    assert_unique("UUIDs before the dump and after the restore", &all);
+}
