@@ -282,3 +282,152 @@ AS 'MODULE_PATHNAME', 'seqgen_snowflake_at_wrapper';
 
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_status() FROM PUBLIC;
+
+-- 6. Operating tags like sequences: seqgen_alter, seqgen_restart (numbering only moves up),
+--    seqgen_adopt / seqgen_adopt_snowflake (move an existing column over).
+CREATE FUNCTION @extschema@.seqgen_alter(
+	"biz_tag" TEXT,
+	"step" INT DEFAULT NULL,
+	"description" TEXT DEFAULT NULL
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_alter_wrapper';
+
+CREATE FUNCTION @extschema@.seqgen_restart(
+	"biz_tag" TEXT,
+	"start_with" bigint
+) RETURNS void
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_restart_wrapper';
+
+REVOKE ALL ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+
+-- (sql/adopt.sql)
+CREATE FUNCTION @extschema@.seqgen_adopt_floor(tbl pg_catalog.regclass, col pg_catalog.name)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    a record;
+    seq pg_catalog.text;
+    top pg_catalog.int8;
+    seq_top pg_catalog.int8;
+BEGIN
+    IF tbl IS NULL OR col IS NULL THEN
+        RAISE EXCEPTION 'tbl and col must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl
+                   AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p']::pg_catalog."char"[])) THEN
+        RAISE EXCEPTION '% is not a table', tbl USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT pg_catalog.pg_has_role(current_user,
+            (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    SELECT t.attnum, t.atttypid, t.attgenerated INTO a FROM pg_catalog.pg_attribute t
+     WHERE t.attrelid OPERATOR(pg_catalog.=) tbl AND t.attname OPERATOR(pg_catalog.=) col
+       AND t.attnum OPERATOR(pg_catalog.>) 0 AND NOT t.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', col, tbl USING ERRCODE = 'undefined_column';
+    END IF;
+    IF a.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'column "%" of table % is %, not bigint', col, tbl, a.atttypid::pg_catalog.regtype
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint first.', tbl, col);
+    END IF;
+    IF a.attgenerated OPERATOR(pg_catalog.<>) '' THEN
+        RAISE EXCEPTION 'column "%" of table % is a generated column', col, tbl USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k
+                WHERE k.conrelid OPERATOR(pg_catalog.=) tbl AND k.contype OPERATOR(pg_catalog.=) 'f'
+                  AND a.attnum OPERATOR(pg_catalog.=) ANY (k.conkey)) THEN
+        RAISE EXCEPTION 'column "%" of table % is part of a foreign key: its values come from the referenced table', col, tbl
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    -- no insert may slip under the floor until the caller commits
+    EXECUTE pg_catalog.format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    EXECUTE pg_catalog.format('SELECT pg_catalog.max(%I) FROM %s', col, tbl) INTO top;
+    -- a serial's or identity's sequence may have handed out more than the table keeps
+    seq := pg_catalog.pg_get_serial_sequence(tbl::pg_catalog.text, col::pg_catalog.text);
+    IF seq IS NOT NULL THEN
+        EXECUTE pg_catalog.format('SELECT last_value FROM %s', seq) INTO seq_top;
+        top := pg_catalog.int8larger(COALESCE(top, 0), seq_top);
+    END IF;
+    RETURN COALESCE(top, 0);
+END
+$fn$;
+
+-- Identity columns cannot have a DEFAULT: drop the identity (and with it its sequence).
+-- A serial's sequence stays (owned by the column), unused. Returns what was done to it.
+CREATE FUNCTION @extschema@.seqgen_adopt_default(tbl pg_catalog.regclass, col pg_catalog.name, expr pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    ident pg_catalog."char";
+    seq pg_catalog.text := pg_catalog.pg_get_serial_sequence(tbl::pg_catalog.text, col::pg_catalog.text);
+    what pg_catalog.text := 'no sequence';
+BEGIN
+    SELECT t.attidentity INTO ident FROM pg_catalog.pg_attribute t
+     WHERE t.attrelid OPERATOR(pg_catalog.=) tbl AND t.attname OPERATOR(pg_catalog.=) col;
+    IF ident OPERATOR(pg_catalog.<>) '' THEN
+        EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col);
+        what := pg_catalog.format('identity dropped (with its sequence %s)', seq);
+    ELSIF seq IS NOT NULL THEN
+        what := pg_catalog.format('sequence %s left in place, unused', seq);
+    END IF;
+    EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, col, expr);
+    RETURN what;
+END
+$fn$;
+
+CREATE FUNCTION @extschema@.seqgen_adopt(
+    biz_tag pg_catalog.text, tbl pg_catalog.regclass, col pg_catalog.name, step pg_catalog.int4 DEFAULT 1000
+) RETURNS pg_catalog.int8
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    top pg_catalog.int8 := @extschema@.seqgen_adopt_floor(tbl, col);
+    what pg_catalog.text;
+BEGIN
+    PERFORM @extschema@.seqgen_create(biz_tag, step, top OPERATOR(pg_catalog.+) 1);
+    what := @extschema@.seqgen_adopt_default(tbl, col,
+        pg_catalog.format('%s.seqgen_next(%L::text)', pg_catalog.quote_ident('@extschema@'), biz_tag));
+    RAISE NOTICE 'column "%" of table % now draws from tag "%", starting at %; %',
+        col, tbl, biz_tag, top OPERATOR(pg_catalog.+) 1, what;
+    RETURN top OPERATOR(pg_catalog.+) 1;
+END
+$fn$;
+
+CREATE FUNCTION @extschema@.seqgen_adopt_snowflake(tbl pg_catalog.regclass, col pg_catalog.name)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    top pg_catalog.int8 := @extschema@.seqgen_adopt_floor(tbl, col);
+    current pg_catalog.int8 := @extschema@.seqgen_snowflake();
+    what pg_catalog.text;
+BEGIN
+    IF top OPERATOR(pg_catalog.>=) current THEN
+        RAISE EXCEPTION 'column "%" of table % holds % , at or above the current snowflake %', col, tbl, top, current
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Raise the generator first with seqgen_snowflake_advance(), or keep the column on its sequence.';
+    END IF;
+    what := @extschema@.seqgen_adopt_default(tbl, col,
+        pg_catalog.format('%s.seqgen_snowflake()', pg_catalog.quote_ident('@extschema@')));
+    RAISE NOTICE 'column "%" of table % now draws snowflakes (above %); %', col, tbl, current, what;
+    RETURN current;
+END
+$fn$;
+
+REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt_default(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt(pg_catalog.text, pg_catalog.regclass, pg_catalog.name, pg_catalog.int4) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt_snowflake(pg_catalog.regclass, pg_catalog.name) FROM PUBLIC;

@@ -21,5 +21,7 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8) FRO
 REVOKE ALL ON FUNCTION @extschema@.seqgen_worker_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
 -- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode): they read no state and can be used in CHECK constraints.

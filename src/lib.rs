@@ -35,6 +35,11 @@ extension_sql_file!(
     name = "triggers",
     requires = [triggers::seqgen_alloc_deleted, triggers::seqgen_template_changed]
 );
+extension_sql_file!(
+    "../sql/adopt.sql",
+    name = "adopt",
+    requires = [segment_api::seqgen_create, segment_api::seqgen_next, snowflake::seqgen_snowflake]
+);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 #[pg_guard]

@@ -131,6 +131,82 @@ fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
     Ok(())
 }
 
+/// Change a tag's configured step and/or description (NULL leaves it as it is). The worker
+/// reads the step under the row lock at every reservation, so the new step takes effect from
+/// the next segment; nothing cached is discarded. Transactional.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_alter(
+    biz_tag: Option<&str>,
+    step: default!(Option<i32>, "NULL"),
+    description: default!(Option<&str>, "NULL"),
+) {
+    alter(biz_tag, step, description).or_raise()
+}
+
+fn alter(tag: Option<&str>, step: Option<i32>, description: Option<&str>) -> Result<()> {
+    let tag = tag.ok_or(SeqgenError::NullArgument("biz_tag"))?;
+    check_tag(tag)?;
+    if let Some(step) = step {
+        if step <= 0 {
+            return Err(SeqgenError::InvalidArgument(format!("step must be positive, got {step}")));
+        }
+    }
+    admin_checks()?;
+    let updated = returns_row(
+        "UPDATE seqgen.alloc SET step = COALESCE($2, step), \
+         description = COALESCE($3, description), update_time = pg_catalog.now() \
+         WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true",
+        &[tag.into(), step.into(), description.into()],
+    )?;
+    if !updated {
+        return Err(SeqgenError::UnknownTag(tag.to_string()));
+    }
+    Ok(())
+}
+
+/// Move a tag's numbering up: from the commit on, every session draws `start_with` and above
+/// (segments cached or prefetched before are discarded: a gap). Refused, with the current
+/// floor, for any `start_with` at or below the highest value reserved so far: numbering never
+/// goes down. Transactional (the row stays locked until the caller commits).
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_restart(biz_tag: &str, start_with: i64) {
+    restart(biz_tag, start_with).or_raise()
+}
+
+fn restart(tag: &str, start_with: i64) -> Result<()> {
+    check_tag(tag)?;
+    admin_checks()?;
+    let row = crate::catalog::first_row(
+        "SELECT max_id, opaque_from IS NOT NULL, node_bits FROM seqgen.alloc \
+         WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+        &[tag.into()],
+        true,
+        |r| r.get_three::<i64, bool, i32>(),
+    )?;
+    let Some((Some(max_id), opaque, node_bits)) = row else {
+        return Err(SeqgenError::UnknownTag(tag.to_string()));
+    };
+    if opaque == Some(true) || node_bits.unwrap_or(0) != 0 {
+        return Err(SeqgenError::Unsupported(format!(
+            "tag \"{tag}\" is opaque or node-interleaved: its values are not its counter, so it cannot be restarted at a value"
+        )));
+    }
+    if start_with <= max_id {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "start_with {start_with} is not above {max_id}, the highest value tag \"{tag}\" has reserved: numbering only moves up"
+        )));
+    }
+    Spi::run_with_args(
+        "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
+         WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+        &[tag.into(), (start_with - 1).into()],
+    )
+    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    // from the commit on, nothing cached below start_with is handed out
+    crate::pending::at_commit(crate::pending::Action::Retire(tag.to_string()));
+    Ok(())
+}
+
 /// The next ID of a tag. Steady state: one atomic increment in shared memory, no lock, no
 /// table access.
 #[pg_extern(volatile, parallel_unsafe)]

@@ -449,6 +449,89 @@ mod tests {
     }
 
     #[pg_test]
+    fn alter_changes_step_and_description() {
+        autonomous("SELECT seqgen_create('t_alt', 10)");
+        one("SELECT seqgen_next('t_alt')");
+        Spi::run("SELECT seqgen_alter('t_alt', step => 50, description => 'orders')").unwrap();
+        let row =
+            Spi::get_two::<i32, String>("SELECT step, description FROM seqgen.alloc WHERE biz_tag = 't_alt'").unwrap();
+        assert_eq!(row, (Some(50), Some("orders".into())));
+        // NULL leaves a field as it is
+        Spi::run("SELECT seqgen_alter('t_alt', step => 70)").unwrap();
+        let row =
+            Spi::get_two::<i32, String>("SELECT step, description FROM seqgen.alloc WHERE biz_tag = 't_alt'").unwrap();
+        assert_eq!(row, (Some(70), Some("orders".into())));
+        refused("SELECT seqgen_alter('t_alt', step => 0)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_alter('no_such_tag', step => 5)", ERRCODE_UNDEFINED_OBJECT);
+        refused("SELECT seqgen_alter(NULL, step => 5)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
+    }
+
+    #[pg_test]
+    fn restart_moves_up_only() {
+        autonomous("SELECT seqgen_create('t_rs', 10)");
+        let first = one("SELECT seqgen_next('t_rs')");
+        let max = one("SELECT max_id FROM seqgen.alloc WHERE biz_tag = 't_rs'");
+        assert!(max >= first);
+        // at or below the highest reserved value: refused, with the floor in the message
+        refused(&format!("SELECT seqgen_restart('t_rs', {max})"), ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_restart('t_rs', 1)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_restart('no_such_tag', 100)", ERRCODE_UNDEFINED_OBJECT);
+        autonomous("SELECT seqgen_create('t_rs_opaque', 10); SELECT seqgen_make_opaque('t_rs_opaque')");
+        refused("SELECT seqgen_restart('t_rs_opaque', 1000000)", ERRCODE_FEATURE_NOT_SUPPORTED);
+        // once the restart commits, this session's cached segment is discarded
+        autonomous("SELECT seqgen_restart('t_rs', 1000000)");
+        assert_eq!(one("SELECT seqgen_next('t_rs')"), 1_000_000);
+    }
+
+    #[pg_test]
+    fn adopt_a_bigserial_column_and_bad_targets() {
+        autonomous(
+            "CREATE TABLE ad_serial (id bigserial PRIMARY KEY, v int);
+             INSERT INTO ad_serial (v) SELECT g FROM generate_series(1, 10) g;
+             SELECT setval('ad_serial_id_seq', 25);  -- handed out, never stored
+             SELECT seqgen_adopt('ad_serial_ids', 'ad_serial', 'id', 100);",
+        );
+        // above the table's maximum and the sequence's last value
+        assert_eq!(one("INSERT INTO ad_serial (v) VALUES (0) RETURNING id"), 26);
+        let default = Spi::get_one::<String>(
+            "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'ad_serial'::regclass",
+        )
+        .unwrap()
+        .unwrap();
+        assert!(default.contains("seqgen_next('ad_serial_ids'"), "{default}");
+        // the old sequence stays, unused
+        assert_eq!(one("SELECT last_value FROM ad_serial_id_seq"), 25);
+
+        Spi::run(
+            "CREATE TABLE ad_int (id int PRIMARY KEY);
+             CREATE TABLE ad_parent (id bigint PRIMARY KEY);
+             CREATE TABLE ad_child (id bigint PRIMARY KEY, parent bigint REFERENCES ad_parent);
+             CREATE VIEW ad_view AS SELECT 1::bigint AS id",
+        )
+        .unwrap();
+        for (sql, code) in [
+            ("SELECT seqgen_adopt('x1', 'ad_no_such_table', 'id')", ERRCODE_UNDEFINED_TABLE),
+            ("SELECT seqgen_adopt('x1', 'ad_serial', 'no_such_column')", ERRCODE_UNDEFINED_COLUMN),
+            ("SELECT seqgen_adopt('x1', 'ad_int', 'id')", ERRCODE_DATATYPE_MISMATCH),
+            ("SELECT seqgen_adopt('x1', 'ad_child', 'parent')", ERRCODE_FEATURE_NOT_SUPPORTED),
+            ("SELECT seqgen_adopt('x1', 'ad_view', 'id')", ERRCODE_WRONG_OBJECT_TYPE),
+            ("SELECT seqgen_adopt('x1', NULL, 'id')", ERRCODE_NULL_VALUE_NOT_ALLOWED),
+            ("SELECT seqgen_adopt('ad_serial_ids', 'ad_parent', 'id')", ERRCODE_DUPLICATE_OBJECT),
+            ("SELECT seqgen_adopt_snowflake('ad_int', 'id')", ERRCODE_DATATYPE_MISMATCH),
+        ] {
+            refused(sql, code);
+        }
+        // a column already holding values at or above the current snowflake is refused
+        Spi::run("INSERT INTO ad_parent VALUES (9223372036854775806)").unwrap();
+        refused("SELECT seqgen_adopt_snowflake('ad_parent', 'id')", ERRCODE_INVALID_PARAMETER_VALUE);
+        // not the owner: refused even with EXECUTE granted
+        Spi::run("CREATE ROLE seqgen_adopt_test NOLOGIN; GRANT EXECUTE ON FUNCTION seqgen_adopt(text, regclass, name, integer), seqgen_adopt_floor(regclass, name) TO seqgen_adopt_test").unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_adopt_test").unwrap();
+        assert_eq!(sqlstate("SELECT seqgen_adopt('x2', 'ad_child', 'id')"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
+        Spi::run("RESET ROLE").unwrap();
+    }
+
+    #[pg_test]
     fn uuidv7_layout_order_and_decode() {
         // version 7, variant 10, increasing in uuid order, decodes to now
         let ok = Spi::get_one::<bool>(

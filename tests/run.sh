@@ -8,6 +8,9 @@
 #      sessions, crashes, standbys, dump/restore, operator faults, the upgrade from the
 #      released 0.1.0 (cargo test -p seqgen-integration; 0.1.0 is built from history for the
 #      major by scripts/old_version.sh)
+# and last, with 15 among them:
+#   4. the Debian package: built by scripts/package.sh, installed with apt in place of the
+#      source install, used in a cluster, removed (tests/package_test.sh)
 # Installs whatever is missing first (apt packages, cargo-pgrx 0.18.0, cargo pgrx init).
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$ROOT"
@@ -34,6 +37,12 @@ for major in $PG_MAJORS; do
     export SEQGEN_OLD_PACKAGE  # SEQGEN_PG_CONFIG is set by use_major
     run cargo test -p seqgen-integration --test '*' -- --test-threads=2 --nocapture
 done
+
+# the Debian package for PostgreSQL 15: built, installed with apt, used, removed
+if [[ " $PG_MAJORS " == *" $DEBIAN_MAJOR "* ]]; then
+    say "4/4 the .deb package (PostgreSQL $DEBIAN_MAJOR): scripts/package.sh, apt-get install, use, apt-get remove"
+    run bash "$ROOT/tests/package_test.sh"
+fi
 
 # one closing line over all three runners
 passed=$(grep '^test result:' "$LOG" | grep -o '[0-9]* passed' | awk '{s+=$1} END {print s+0}')
