@@ -524,6 +524,32 @@ mod tests {
         // a column already holding values at or above the current snowflake is refused
         Spi::run("INSERT INTO ad_parent VALUES (9223372036854775806)").unwrap();
         refused("SELECT seqgen_adopt_snowflake('ad_parent', 'id')", ERRCODE_INVALID_PARAMETER_VALUE);
+        // a plain bigint column: the tag starts above its maximum
+        autonomous(
+            "CREATE TABLE ad_plain (id bigint PRIMARY KEY, v int);
+             INSERT INTO ad_plain VALUES (5, 0), (7, 0);
+             SELECT seqgen_adopt('ad_plain_ids', 'ad_plain', 'id');",
+        );
+        assert_eq!(one("INSERT INTO ad_plain (v) VALUES (1) RETURNING id"), 8);
+        // snowflakes for an identity column (GENERATED ALWAYS: the identity is dropped)
+        autonomous(
+            "CREATE TABLE ad_sf (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v int);
+             INSERT INTO ad_sf (v) VALUES (1);
+             SELECT seqgen_adopt_snowflake('ad_sf', 'id');",
+        );
+        let sf = one("INSERT INTO ad_sf (v) VALUES (2) RETURNING id");
+        assert!(sf > one("SELECT min(id) FROM ad_sf WHERE v = 1"));
+        // a snowflake of now (an identity value would decode to the epoch)
+        let recent = Spi::get_one::<bool>(&format!(
+            "SELECT abs(extract(epoch FROM clock_timestamp() - ts)) < 60 FROM seqgen_snowflake_decode({sf})"
+        ))
+        .unwrap();
+        assert_eq!(recent, Some(true), "not a snowflake of now: {sf}");
+        let identity = Spi::get_one::<String>(
+            "SELECT attidentity::text FROM pg_attribute WHERE attrelid = 'ad_sf'::regclass AND attname = 'id'",
+        )
+        .unwrap();
+        assert_eq!(identity.as_deref(), Some(""));
         // not the owner: refused even with EXECUTE granted
         Spi::run("CREATE ROLE seqgen_adopt_test NOLOGIN; GRANT EXECUTE ON FUNCTION seqgen_adopt(text, regclass, name, integer), seqgen_adopt_floor(regclass, name) TO seqgen_adopt_test").unwrap();
         Spi::run("SET LOCAL ROLE seqgen_adopt_test").unwrap();
