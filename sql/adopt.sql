@@ -8,15 +8,27 @@ CREATE FUNCTION @extschema@.seqgen_adopt_floor(tbl pg_catalog.regclass, col pg_c
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET row_security = off
 AS $fn$
 DECLARE
     a record;
     seq pg_catalog.text;
     top pg_catalog.int8;
     seq_top pg_catalog.int8;
+    used pg_catalog.bool;
 BEGIN
     IF tbl IS NULL OR col IS NULL THEN
         RAISE EXCEPTION 'tbl and col must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- a snapshot taken before the table lock would miss rows committed while waiting for it
+    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+        RAISE EXCEPTION 'adopting a column needs READ COMMITTED (this transaction is %)',
+            pg_catalog.current_setting('transaction_isolation')
+            USING ERRCODE = 'active_sql_transaction';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhrelid OPERATOR(pg_catalog.=) tbl) THEN
+        RAISE EXCEPTION '% is a partition or an inheritance child', tbl
+            USING ERRCODE = 'feature_not_supported', HINT = 'Adopt the column of the root table.';
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl
                    AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p']::pg_catalog."char"[])) THEN
@@ -50,12 +62,34 @@ BEGIN
     EXECUTE pg_catalog.format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
     EXECUTE pg_catalog.format('SELECT pg_catalog.max(%I) FROM %s', col, tbl) INTO top;
     -- a serial's or identity's sequence may have handed out more than the table keeps
+    -- every sequence the column's DEFAULT uses (owned or not); a DEFAULT that uses none
+    -- (another tag, an expression) cannot be accounted for: refused
+    FOR seq IN SELECT d.refobjid::pg_catalog.regclass::pg_catalog.text
+                 FROM pg_catalog.pg_attrdef ad
+                 JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                      AND d.objid OPERATOR(pg_catalog.=) ad.oid
+                      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                 JOIN pg_catalog.pg_class s ON s.oid OPERATOR(pg_catalog.=) d.refobjid
+                      AND s.relkind OPERATOR(pg_catalog.=) 'S'
+                WHERE ad.adrelid OPERATOR(pg_catalog.=) tbl AND ad.adnum OPERATOR(pg_catalog.=) a.attnum
+    LOOP
+        EXECUTE pg_catalog.format('SELECT last_value FROM %s', seq) INTO seq_top;
+        top := pg_catalog.int8larger(COALESCE(top, 0), seq_top);
+        used := true;
+    END LOOP;
+    IF NOT COALESCE(used, false) AND EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef ad
+            WHERE ad.adrelid OPERATOR(pg_catalog.=) tbl AND ad.adnum OPERATOR(pg_catalog.=) a.attnum) THEN
+        RAISE EXCEPTION 'column "%" of table % has a DEFAULT that uses no sequence: what it handed out cannot be accounted for', col, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Drop the DEFAULT first if the column''s values are all in the table.';
+    END IF;
+    -- identity columns: their sequence
     seq := pg_catalog.pg_get_serial_sequence(tbl::pg_catalog.text, col::pg_catalog.text);
     IF seq IS NOT NULL THEN
         EXECUTE pg_catalog.format('SELECT last_value FROM %s', seq) INTO seq_top;
         top := pg_catalog.int8larger(COALESCE(top, 0), seq_top);
     END IF;
-    RETURN COALESCE(top, 0);
+    RETURN pg_catalog.int8larger(COALESCE(top, 0), 0);
 END
 $fn$;
 
@@ -77,7 +111,7 @@ BEGIN
         EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col);
         what := pg_catalog.format('identity dropped (with its sequence %s)', seq);
     ELSIF seq IS NOT NULL THEN
-        what := pg_catalog.format('sequence %s left in place, unused', seq);
+        what := pg_catalog.format('sequence %s left in place, unused: nothing may call nextval() on it any more', seq);
     END IF;
     EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, col, expr);
     RETURN what;
@@ -96,7 +130,7 @@ DECLARE
 BEGIN
     PERFORM @extschema@.seqgen_create(biz_tag, step, top OPERATOR(pg_catalog.+) 1);
     what := @extschema@.seqgen_adopt_default(tbl, col,
-        pg_catalog.format('%s.seqgen_next(%L::text)', pg_catalog.quote_ident('@extschema@'), biz_tag));
+        pg_catalog.format('@extschema@.seqgen_next(%L::text)', biz_tag));
     RAISE NOTICE 'column "%" of table % now draws from tag "%", starting at %; %',
         col, tbl, biz_tag, top OPERATOR(pg_catalog.+) 1, what;
     RETURN top OPERATOR(pg_catalog.+) 1;
@@ -119,7 +153,7 @@ BEGIN
                   HINT = 'Raise the generator first with seqgen_snowflake_advance(), or keep the column on its sequence.';
     END IF;
     what := @extschema@.seqgen_adopt_default(tbl, col,
-        pg_catalog.format('%s.seqgen_snowflake()', pg_catalog.quote_ident('@extschema@')));
+        '@extschema@.seqgen_snowflake()');
     RAISE NOTICE 'column "%" of table % now draws snowflakes (above %); %', col, tbl, current, what;
     RETURN current;
 END

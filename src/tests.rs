@@ -550,6 +550,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(identity.as_deref(), Some(""));
+        // what adoption cannot account for is refused
+        Spi::run(
+            "CREATE TABLE ad_def (id bigint DEFAULT 42);
+             CREATE TABLE ad_parted (id bigint) PARTITION BY RANGE (id);
+             CREATE TABLE ad_part1 PARTITION OF ad_parted FOR VALUES FROM (0) TO (100)",
+        )
+        .unwrap();
+        refused("SELECT seqgen_adopt('x4', 'ad_def', 'id')", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused("SELECT seqgen_adopt('x5', 'ad_part1', 'id')", ERRCODE_FEATURE_NOT_SUPPORTED);
+        // a snapshot older than the table lock would miss rows: READ COMMITTED only
+        let e = other_session("pgrx_tests")
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT seqgen_adopt('x6', 'ad_plain', 'id')")
+            .unwrap_err();
+        assert_eq!(e.code().map(|c| c.code()), Some("25001"), "{e:?}");
         // not the owner: refused even with EXECUTE granted
         Spi::run("CREATE ROLE seqgen_adopt_test NOLOGIN; GRANT EXECUTE ON FUNCTION seqgen_adopt(text, regclass, name, integer), seqgen_adopt_floor(regclass, name) TO seqgen_adopt_test").unwrap();
         Spi::run("SET LOCAL ROLE seqgen_adopt_test").unwrap();
