@@ -331,8 +331,21 @@ impl Generator {
         self.reserved.fetch_max(ts, Ordering::AcqRel);
     }
 
-    /// Produce the next ID.
+    /// Produce the next ID, below this generator's own reservation.
     pub fn next(&self, layout: &Layout, policy: &Policy, clock: &impl Clock) -> Result<(i64, Events), NextError> {
+        self.next_below(&self.reserved, layout, policy, clock)
+    }
+
+    /// Produce the next ID below the reservation `reserved` (the first timestamp it does not
+    /// cover), which the caller keeps: several reservations (one per database) can share one
+    /// generator word, each caller drawing below its own.
+    pub fn next_below(
+        &self,
+        reserved: &AtomicI64,
+        layout: &Layout,
+        policy: &Policy,
+        clock: &impl Clock,
+    ) -> Result<(i64, Events), NextError> {
         let mut ev = Events::default();
         loop {
             let word = self.word.load(Ordering::Acquire);
@@ -342,7 +355,7 @@ impl Generator {
                 return Err(NextError::BeforeEpoch);
             }
             let paced = self.paced.load(Ordering::Relaxed);
-            match decide(last, now, paced, self.reserved(), layout, policy) {
+            match decide(last, now, paced, reserved.load(Ordering::Acquire), layout, policy) {
                 Decision::Issue { ts, seq, borrowed } => {
                     let new = Self::join(ts, seq, layout);
                     if self.word.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -630,6 +643,36 @@ mod tests {
         let clock = FakeClock::at(new.epoch_ms + 10_000_000);
         let (id, _) = g.next(&new, &Policy::default(), &clock).unwrap();
         assert!(id >= high_water);
+    }
+
+    /// Several reservations (one per database) share one word: every ID is unique across
+    /// them, each is below the reservation it was drawn under, and a caller whose reservation
+    /// is behind the shared word is told to extend its own.
+    #[test]
+    fn reservations_per_caller_share_one_word() {
+        let l = layout();
+        let p = Policy::default();
+        let g = Generator::new();
+        g.resume_above(0, &l);
+        let (a, b) = (AtomicI64::new(1_000), AtomicI64::new(2_000));
+        let clock = FakeClock::at(l.epoch_ms + 500);
+        let mut seen = HashSet::new();
+        for i in 0..1_200i64 {
+            let r = if i % 2 == 0 { &a } else { &b };
+            let (id, _) = g.next_below(r, &l, &p, &clock).unwrap();
+            assert!(seen.insert(id), "{id} issued twice");
+            assert!(l.decode(id).unwrap().unix_ms - l.epoch_ms < r.load(Ordering::Relaxed));
+            clock.set(clock.now_ms() + (i % 3 == 0) as i64);
+        }
+        // the clock passes a's reservation but not b's: only a's caller must wait
+        clock.set(l.epoch_ms + 1_500);
+        assert_eq!(g.next_below(&a, &l, &p, &clock), Err(NextError::NeedReservation { ts: 1_500 }));
+        let (id, _) = g.next_below(&b, &l, &p, &clock).unwrap();
+        assert!(seen.insert(id));
+        // the clock steps back below a's reservation: a's caller still may not go below the
+        // shared word, which b moved to 1_500
+        clock.set(l.epoch_ms + 900);
+        assert!(matches!(g.next_below(&a, &l, &p, &clock), Err(NextError::NeedReservation { ts }) if ts >= 1_500));
     }
 
     #[test]
