@@ -19,6 +19,7 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_set_node_bits(pg_catalog.text, pg_cata
 REVOKE ALL ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_worker_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_allocators() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, pg_catalog.text) FROM PUBLIC;

@@ -353,6 +353,8 @@ pub enum CatalogState {
     Missing,
     /// Installed at another version (`ALTER EXTENSION pg_seqgen UPDATE` is due).
     OtherVersion(String),
+    /// The extension is not installed in this database.
+    Absent,
     /// Installed; the OID of `seqgen.alloc`.
     Ready(u32),
 }
@@ -365,7 +367,7 @@ pub fn catalog_state(client: &SpiClient<'_>) -> spi::Result<CatalogState> {
         &[],
     )?;
     if t.is_empty() {
-        return Ok(CatalogState::Missing);
+        return Ok(CatalogState::Absent);
     }
     let (version, oid) = t.first().get_two::<String, i64>()?;
     let version = version.unwrap_or_default();
@@ -374,4 +376,32 @@ pub fn catalog_state(client: &SpiClient<'_>) -> spi::Result<CatalogState> {
         Some(_) if version != LIB_VERSION => CatalogState::OtherVersion(version),
         Some(oid) => CatalogState::Ready(oid as u32),
     })
+}
+
+/// The installed version of pg_seqgen in this database, if it is installed.
+pub fn extension_version(client: &SpiClient<'_>) -> spi::Result<Option<String>> {
+    let t = client.select(
+        "SELECT e.extversion::pg_catalog.text FROM pg_catalog.pg_extension e \
+         WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen'",
+        Some(1),
+        &[],
+    )?;
+    Ok(if t.is_empty() { None } else { t.first().get_one::<String>()? })
+}
+
+/// The persisted high-water ID in reservation table `which`, whatever the catalog's version
+/// (0 when the table or its row does not exist: 0.1.0 has no UUIDv7 table).
+pub fn reservation_read_any(client: &SpiClient<'_>, which: usize) -> spi::Result<i64> {
+    let table = RESERVATION_TABLES[which];
+    let exists = client
+        .select("SELECT pg_catalog.to_regclass($1) IS NOT NULL", Some(1), &[table.into()])?
+        .first()
+        .get_one::<bool>()?
+        .unwrap_or(false);
+    if !exists {
+        return Ok(0);
+    }
+    // the table name is one of two constants, never input
+    let t = client.select(&format!("SELECT pg_catalog.max(reserved_id) FROM {table}"), Some(1), &[])?;
+    Ok(if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) })
 }

@@ -100,46 +100,67 @@ fn remember(tag: &str, r: Resolved) {
     c.last = Some((tag.into(), r));
 }
 
-/// The shared header, after checking everything a call needs before it can use the worker:
-/// preloaded, primary, the served database, a running worker.
+/// This database's allocator, after checking everything a call needs before it can use it:
+/// preloaded, primary, an area claimed for this database, its worker running.
 pub fn ready_header() -> Result<&'static Header> {
-    let h = shmem::header().ok_or(SeqgenError::NotPreloaded)?;
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        return Err(SeqgenError::HotStandby);
-    }
-    check_database()?;
+    let h = attach()?;
     wait_for_worker(h)?;
     Ok(h)
 }
 
-/// Checks shared by the functions that change the catalog: preloaded, primary, served database.
+/// Checks shared by the functions that change the catalog: preloaded, primary, and an area
+/// for this database (so its allocator runs).
 pub fn admin_checks() -> Result<()> {
-    shmem::header().ok_or(SeqgenError::NotPreloaded)?;
+    attach().map(|_| ())
+}
+
+/// The area serving this database. Claimed here, and its worker asked of the launcher, when
+/// none is yet: the extension was created while the server ran in a transaction whose
+/// commit could not claim one, or the launcher has not reached this database since the
+/// server started.
+pub fn attach() -> Result<&'static Header> {
+    let s = shmem::server().ok_or(SeqgenError::NotPreloaded)?;
     if unsafe { pg_sys::RecoveryInProgress() } {
         return Err(SeqgenError::HotStandby);
     }
-    check_database()
+    if let Some(h) = shmem::header() {
+        return Ok(h);
+    }
+    let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    // in the transaction that creates the extension, the allocator would not find it yet:
+    // hold the area until the commit ends
+    let creating = crate::pending::creating_extension();
+    let hold = if creating { unsafe { pg_sys::MyProcPid } } else { 0 };
+    let h = shmem::claim_area(s, db, hold).map_err(|_| SeqgenError::TooManyDatabases(guc::MAX_DATABASES.get()))?;
+    if creating {
+        crate::pending::hold_until_commit(h);
+    }
+    s.ring_launcher();
+    Ok(h)
 }
 
-pub fn check_database() -> Result<()> {
-    let served = guc::database_name();
-    let current = unsafe {
+/// The name of the current database.
+pub fn current_database() -> String {
+    unsafe {
         let p = pg_sys::get_database_name(pg_sys::MyDatabaseId);
         if p.is_null() {
             String::new()
         } else {
             std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
         }
-    };
-    if current != served {
-        return Err(SeqgenError::WrongDatabase { served });
     }
-    Ok(())
 }
 
-fn wait_for_worker(h: &Header) -> Result<()> {
-    let running = || (h.worker_status() == shmem::WorkerStatus::Running).then_some(());
-    wait_for(h, running).ok_or(SeqgenError::WorkerNotRunning)
+fn wait_for_worker(h: &'static Header) -> Result<()> {
+    let epoch = h.epoch.load(Ordering::Acquire);
+    let ready = || {
+        if h.epoch.load(Ordering::Acquire) != epoch {
+            // the worker found no extension here, or the database is being dropped
+            return Some(Err(SeqgenError::CatalogMissing(current_database())));
+        }
+        (h.worker_status() == shmem::WorkerStatus::Running).then_some(Ok(()))
+    };
+    wait_for(h, ready).unwrap_or(Err(SeqgenError::WorkerNotRunning))
 }
 
 /// Find the active slot of `name` (directory lock shared).
@@ -160,7 +181,7 @@ pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenErro
         code::EXHAUSTED => SeqgenError::Exhausted(tag.to_string()),
         code::TOO_MANY_TAGS => SeqgenError::TooManyTags(guc::MAX_TAGS.get()),
         code::LOCKED => SeqgenError::RowLocked(tag.to_string()),
-        code::CATALOG_MISSING => SeqgenError::CatalogMissing(guc::database_name()),
+        code::CATALOG_MISSING => SeqgenError::CatalogMissing(current_database()),
         code::NO_TEMPLATE => SeqgenError::NoTemplate(tag.to_string()),
         code::NEEDS_UPDATE => SeqgenError::NeedsUpdate(detail),
         _ => SeqgenError::WorkerFailed { tag: tag.to_string(), detail, state },
@@ -184,6 +205,7 @@ fn load(h: &'static Header, tag: &str) -> Result<Resolved> {
             Ok(Resolved { slot, gen: reply.len as u64 })
         }
         code::UNKNOWN_TAG if tag_visible_to_me(tag) => Err(SeqgenError::TagNotCommitted(tag.to_string())),
+        code::STALE => Err(SeqgenError::CatalogMissing(current_database())),
         c => Err(error_for(c, tag, reply.detail, reply.len as i32)),
     }
 }
@@ -316,6 +338,7 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
     let timeout = guc::ALLOCATION_TIMEOUT.get();
     let (mb, seq) = claim(h, tag)?;
     mb.set_name(tag.as_bytes());
+    mb.epoch.store(h.epoch.load(Ordering::Acquire), Ordering::Relaxed);
     fill(mb);
     mb.result.store(code::INTERNAL, Ordering::Relaxed);
     mb.r_mode.store(0, Ordering::Relaxed);

@@ -11,8 +11,8 @@ use pgrx::PgLogLevel;
 pub enum SeqgenError {
     #[error("pg_seqgen must be loaded via shared_preload_libraries")]
     NotPreloaded,
-    #[error("pg_seqgen serves database \"{served}\", not this one")]
-    WrongDatabase { served: String },
+    #[error("pg_seqgen serves at most {0} databases (seqgen.max_databases), and every one is in use")]
+    TooManyDatabases(i32),
     #[error("pg_seqgen cannot hand out IDs during recovery (this server is a hot standby)")]
     HotStandby,
     #[error("the pg_seqgen allocation worker is not running")]
@@ -45,6 +45,8 @@ pub enum SeqgenError {
     ClockBehind { what: &'static str, behind: i64 },
     #[error("the {0} layout's time range is used up")]
     TimeExhausted(&'static str),
+    #[error("{0} IDs are not available yet: the pg_seqgen launcher has not read every database's reservation since the server started")]
+    ClocksNotOpen(&'static str),
     #[error("the clock is before seqgen.snowflake_epoch")]
     BeforeEpoch,
     #[error("seqgen.node_id {node} does not fit in the tag's {bits} node bits")]
@@ -73,8 +75,8 @@ impl SeqgenError {
         use SeqgenError::*;
         match self {
             NotPreloaded
-            | WrongDatabase { .. }
             | WorkerNotRunning
+            | ClocksNotOpen(_)
             | CatalogMissing(_)
             | TagNotCommitted(_)
             | NoTemplate(_)
@@ -95,6 +97,7 @@ impl SeqgenError {
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyTags(_) => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            TooManyDatabases(_) => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             Unsupported(_) => ERRCODE_FEATURE_NOT_SUPPORTED,
             Internal(_) => ERRCODE_INTERNAL_ERROR,
         }
@@ -104,11 +107,10 @@ impl SeqgenError {
         use SeqgenError::*;
         Some(match self {
             NotPreloaded => "Add pg_seqgen to shared_preload_libraries in postgresql.conf and restart the server.".into(),
-            WrongDatabase { served } => format!(
-                "Connect to database \"{served}\", or set seqgen.database_name to this database and restart the server."
-            ),
+            TooManyDatabases(_) => "Drop the extension from a database that no longer needs it, or raise seqgen.max_databases (and max_worker_processes) and restart the server.".into(),
             HotStandby => "Draw IDs on the primary.".into(),
-            WorkerNotRunning => "Check the server log for the \"pg_seqgen allocator\" background worker.".into(),
+            ClocksNotOpen(_) => "Check the server log for the \"pg_seqgen launcher\": every database that allows connections is read at start-up, and seqgen.max_databases must leave room for every database with the extension.".into(),
+            WorkerNotRunning => "Check the server log for the \"pg_seqgen launcher\" and \"pg_seqgen allocator\" background workers; max_worker_processes must leave room for one allocator per database.".into(),
             CatalogMissing(db) => format!("Run CREATE EXTENSION pg_seqgen in database \"{db}\"."),
             Timeout { .. } => "Check the server log for the \"pg_seqgen allocator\" background worker; raise seqgen.allocation_timeout if the server is overloaded.".into(),
             RowLocked(_) => "Commit or roll back the transaction that holds the row (see pg_locks), then retry.".into(),

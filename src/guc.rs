@@ -6,8 +6,10 @@ use std::time::Duration;
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use seqgen_core::adaptive::StepPolicy;
 
-pub static DATABASE_NAME: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+/// No longer used (0.3.0); registered so that 0.2.0 configuration files still load.
+pub static DATABASE_NAME: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static MAX_TAGS: GucSetting<i32> = GucSetting::<i32>::new(1024);
+pub static MAX_DATABASES: GucSetting<i32> = GucSetting::<i32>::new(8);
 pub static PREFETCH_THRESHOLD: GucSetting<i32> = GucSetting::<i32>::new(10);
 pub static ADAPTIVE_STEP: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
@@ -43,19 +45,29 @@ pub const MAX_BATCH: i32 = 10_000_000;
 pub fn register() {
     GucRegistry::define_string_guc(
         c"seqgen.database_name",
-        c"Database whose pg_seqgen catalog the allocation worker serves.",
-        c"pg_seqgen's functions work only in this database; calls from other databases are refused.",
+        c"No longer used (0.3.0): every database with the extension has its own allocator.",
+        c"Kept so that configuration files written for 0.2.0 still load; its value is ignored.",
         &DATABASE_NAME,
         GucContext::Postmaster,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
         c"seqgen.max_tags",
-        c"Maximum number of tags held in shared memory at once.",
-        c"Sizes pg_seqgen's shared memory (about 1.7 kB per tag).",
+        c"Maximum number of tags of one database held in shared memory at once.",
+        c"Sizes pg_seqgen's shared memory: about 1.7 kB per tag, for each of seqgen.max_databases.",
         &MAX_TAGS,
         1,
         1_000_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"seqgen.max_databases",
+        c"Maximum number of databases with pg_seqgen installed (one allocator each).",
+        c"CREATE EXTENSION pg_seqgen beyond it fails with SQLSTATE 53400. Each allocator is a background worker: max_worker_processes must leave room for them and the launcher.",
+        &MAX_DATABASES,
+        1,
+        1024,
         GucContext::Postmaster,
         GucFlags::default(),
     );
@@ -220,8 +232,4 @@ pub fn step_policy() -> StepPolicy {
         grow_below: Duration::from_secs(STEP_GROW_BELOW.get() as u64),
         shrink_above: Duration::from_secs(STEP_SHRINK_ABOVE.get() as u64),
     }
-}
-
-pub fn database_name() -> String {
-    DATABASE_NAME.get().and_then(|c| c.into_string().ok()).unwrap_or_else(|| "postgres".to_string())
 }

@@ -12,6 +12,7 @@ mod directory;
 mod error;
 mod guc;
 mod health;
+mod launcher;
 mod local;
 mod opaque;
 mod order;
@@ -20,6 +21,7 @@ mod segment_api;
 mod shmem;
 mod snowflake;
 mod triggers;
+mod utility;
 mod uuid;
 mod wait;
 mod worker;
@@ -56,7 +58,8 @@ pub extern "C-unwind" fn _PG_init() {
         error!("pg_seqgen: {msg}");
     }
     shmem::install_hooks();
-    worker::register();
+    utility::install_hook();
+    launcher::register();
 }
 
 /// Required by `cargo pgrx test`.
@@ -66,6 +69,6 @@ pub mod pg_test {
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec!["shared_preload_libraries = 'pg_seqgen'", "seqgen.database_name = 'pgrx_tests'", "seqgen.max_tags = 64"]
+        vec!["shared_preload_libraries = 'pg_seqgen'", "seqgen.max_tags = 64", "max_worker_processes = 16"]
     }
 }

@@ -12,6 +12,10 @@
 //!
 //! `DROP EXTENSION` (or `DROP SCHEMA seqgen CASCADE`) fires no row trigger; an object-access
 //! hook sees the catalog table being dropped and queues the retirement of every slot.
+//!
+//! `CREATE EXTENSION pg_seqgen` claims the database's area (its allocator) before the commit:
+//! beyond `seqgen.max_databases` the commit fails with 53400. The area is held until the commit
+//! ends, so the launcher starts the allocator only once the extension is visible to it.
 
 use std::ffi::CStr;
 
@@ -25,23 +29,24 @@ pub enum Action {
     Retire(String),
     /// Retire every slot (the catalog was dropped).
     RetireAll,
+    /// An extension was created: if it is pg_seqgen, claim this database's area before the
+    /// commit (refusing the commit when none is free) and have its allocator started once
+    /// the commit is visible.
+    Attach,
 }
 
 #[derive(Default)]
 struct Queue {
     registered: bool,
     actions: Vec<Action>,
+    /// The area this transaction claimed at pre-commit, held until the commit ends.
+    holding: Option<&'static crate::shmem::Header>,
 }
 
 static QUEUE: BackendLocal<Queue> = BackendLocal::new();
 
-/// Queue `action` for the commit (or prepare) of the current transaction. Changes in a
-/// database the worker does not serve concern no slot.
+/// Queue `action` for the commit (or prepare) of the current transaction.
 pub fn at_commit(action: Action) {
-    let served = crate::shmem::header().map(|h| h.served_db.load(std::sync::atomic::Ordering::Acquire));
-    if served.is_some_and(|db| db != 0 && db != unsafe { pg_sys::MyDatabaseId }.to_u32()) {
-        return;
-    }
     let mut q = QUEUE.get();
     if !q.registered {
         unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
@@ -54,17 +59,61 @@ pub fn at_commit(action: Action) {
 unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
     use pg_sys::XactEvent::*;
     match event {
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => {
+            let attach = QUEUE.get().actions.iter().any(|a| matches!(a, Action::Attach));
+            if attach && unsafe { pg_sys::get_extension_oid(c"pg_seqgen".as_ptr(), true) } != pg_sys::InvalidOid {
+                // may raise "too many databases": the transaction (CREATE EXTENSION) aborts
+                let h = claim_for_commit().unwrap_or_else(|e| e.raise());
+                QUEUE.get().holding = h;
+            }
+        }
         XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
             let actions = std::mem::take(&mut QUEUE.get().actions);
             for a in actions {
                 match a {
                     Action::Retire(name) => crate::directory::retire(name.as_bytes()),
                     Action::RetireAll => crate::directory::retire_all(),
+                    Action::Attach => {}
                 }
             }
+            release_hold();
         }
-        XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => QUEUE.get().actions.clear(),
+        XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => {
+            QUEUE.get().actions.clear();
+            release_hold();
+        }
         _ => {}
+    }
+}
+
+/// Is this transaction creating the extension (its commit will claim the area)?
+pub fn creating_extension() -> bool {
+    QUEUE.get().actions.iter().any(|a| matches!(a, Action::Attach))
+}
+
+/// Keep area `h` (claimed with this backend's pid as hold) held until the commit ends.
+pub fn hold_until_commit(h: &'static crate::shmem::Header) {
+    QUEUE.get().holding = Some(h);
+}
+
+/// Claim this database's area, held (its worker not started) until the commit ends.
+fn claim_for_commit() -> crate::error::Result<Option<&'static crate::shmem::Header>> {
+    let Some(s) = crate::shmem::server() else { return Ok(None) };
+    let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let me = unsafe { pg_sys::MyProcPid };
+    crate::shmem::claim_area(s, db, me)
+        .map(Some)
+        .map_err(|_| crate::error::SeqgenError::TooManyDatabases(crate::guc::MAX_DATABASES.get()))
+}
+
+/// The commit is over (committed or not): the launcher may start the area's worker, which
+/// finds the extension, or releases the area if it does not.
+fn release_hold() {
+    let Some(h) = QUEUE.get().holding.take() else { return };
+    let me = unsafe { pg_sys::MyProcPid };
+    let _ = h.hold.compare_exchange(me, 0, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed);
+    if let Some(s) = crate::shmem::server() {
+        s.ring_launcher();
     }
 }
 
@@ -89,6 +138,9 @@ unsafe extern "C-unwind" fn object_access(
     unsafe {
         if let Some(prev) = PREV_OBJECT_ACCESS_HOOK {
             prev(access, class_id, object_id, sub_id, arg);
+        }
+        if access == pg_sys::ObjectAccessType::OAT_POST_CREATE && class_id == pg_sys::ExtensionRelationId {
+            at_commit(Action::Attach);
         }
         if access == pg_sys::ObjectAccessType::OAT_DROP
             && class_id == pg_sys::RelationRelationId

@@ -1,31 +1,37 @@
 //! The shared-memory layout, in one place.
 //!
 //! ```text
-//! Shared (one per server, sized at start-up from seqgen.max_tags)
-//! ├── Header
-//! │   ├── worker: pid, latch, status, database it serves, catalog oid
-//! │   ├── health: start, last cycle, error count, last error and its time (seqlock text)
-//! │   ├── dir_lock: LWLock guarding the tag directory (slot names and states)
-//! │   ├── cv: ConditionVariable the worker broadcasts after every batch of work
-//! │   ├── mailboxes[MAILBOXES]: synchronous requests (load a tag, reserve a batch range,
-//! │   │   read a template), each owned by one process: word = sequence << 8 | state
-//! │   ├── snowflake: the generator word, the reservation, clock-event counters
-//! │   └── uuid: the same for seqgen_uuidv7() (word = unix ms << 21 | counter)
-//! └── slots[max_tags]: TagSlot
-//!     ├── seg: SegmentBuffer (cursor on its own cache line, ring of published segments)
-//!     ├── ord: SegmentBuffer of order-number counter blocks (segment period = period key)
-//!     ├── tpl: the tag's template and time zone (seqlock)
-//!     ├── key, key_set, opaque_from: opaque numbers (key written once)
-//!     ├── gen: generation, bumped whenever the slot stops serving its tag
-//!     ├── name, state, identity (catalog table OID + the row's tag_id; directory, written
-//!     │   under dir_lock)
-//!     └── worker bookkeeping: prefetch request flag, adaptive step, errors, rates
+//! Server (one per server)
+//! ├── launcher pid and latch, server lock, `clocks_open`
+//! ├── snowflake, uuid: the server-wide generator words (every database draws from them)
+//! └── areas[seqgen.max_databases]: Header (one per database served), each followed by
+//!     slots[seqgen.max_tags]: TagSlot
+//! Header (one database's allocator)
+//! ├── db, epoch (bumped whenever the area is claimed or released), hold
+//! ├── worker: pid, latch, status, catalog oid
+//! ├── health: start, last cycle, error count, last error and its time (seqlock text)
+//! ├── dir_lock: LWLock guarding the tag directory (slot names and states)
+//! ├── cv: ConditionVariable the worker broadcasts after every batch of work
+//! ├── mailboxes[MAILBOXES]: synchronous requests (load a tag, reserve a batch range,
+//! │   read a template), each owned by one process: word = sequence << 8 | state
+//! └── snowflake, uuid: this database's persisted reservation of each generator
+//! TagSlot
+//! ├── seg: SegmentBuffer (cursor on its own cache line, ring of published segments)
+//! ├── ord: SegmentBuffer of order-number counter blocks (segment period = period key)
+//! ├── tpl: the tag's template and time zone (seqlock)
+//! ├── key, key_set, opaque_from: opaque numbers (key written once)
+//! ├── gen: generation, bumped whenever the slot stops serving its tag
+//! ├── name, state, identity (catalog table OID + the row's tag_id; directory, written
+//! │   under dir_lock)
+//! └── worker bookkeeping: prefetch request flag, adaptive step, errors, rates
 //! ```
 //!
 //! Backends only read the directory (under `dir_lock` shared, on a cache miss) and draw from
 //! `seg` without any lock. The worker is the only writer of directory entries and of `seg`,
 //! except that a backend committing the deletion of a tag retires its slot (under `dir_lock`
-//! exclusive).
+//! exclusive). Areas are claimed and released under the server lock; a backend finds its
+//! database's area by `db` and checks `epoch`, so an area released and claimed again (for
+//! the same or another database) is never mistaken for the one it knew.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -42,7 +48,7 @@ pub const NAME_MAX: usize = 63;
 /// Synchronous request slots; a backend that finds none free waits for one.
 pub const MAILBOXES: usize = 64;
 
-const SHMEM_NAME: &std::ffi::CStr = c"pg_seqgen";
+const SHMEM_NAME: &std::ffi::CStr = c"pg_seqgen 0.3";
 const TRANCHE_NAME: &std::ffi::CStr = c"pg_seqgen";
 
 /// What the worker is doing, for error messages and `seqgen_worker_status()`.
@@ -54,13 +60,40 @@ pub enum WorkerStatus {
     Stopped = 2,
 }
 
+/// The server-wide part of shared memory.
+#[repr(C)]
+pub struct Server {
+    pub max_databases: u32,
+    pub max_tags: u32,
+    pub launcher_pid: AtomicI32,
+    pub launcher_latch: AtomicPtr<pg_sys::Latch>,
+    /// Guards claiming and releasing areas.
+    server_lock: AtomicPtr<pg_sys::LWLock>,
+    /// Set by the launcher once every database's persisted snowflake and UUIDv7
+    /// reservations have been read since the server started (or the shared memory was
+    /// re-initialised after a crash): until then no reservation is extended, so no clock
+    /// ordered ID is issued below one that a database not yet read may hold.
+    pub clocks_open: AtomicU32,
+    pub snowflake: ClockShared,
+    pub uuid: ClockShared,
+}
+
+/// One database's allocator: its worker, mailboxes and tags.
 #[repr(C)]
 pub struct Header {
+    pub index: u32,
     pub max_tags: u32,
+    /// The database this area serves (its OID), 0 when free.
+    pub db: AtomicU32,
+    /// Bumped whenever the area is claimed or released.
+    pub epoch: AtomicU64,
+    /// The pid of a backend that keeps the allocator from running: committing the
+    /// `CREATE EXTENSION` that claimed the area, or running a command that needs the
+    /// database to itself (`DROP DATABASE`, `CREATE DATABASE` from it as template).
+    pub hold: AtomicI32,
     pub worker_pid: AtomicI32,
     pub worker_latch: AtomicPtr<pg_sys::Latch>,
     pub worker_status: AtomicU32,
-    pub served_db: AtomicU32,
     /// Has the worker found the catalog in its database (is the extension created there)?
     pub catalog_oid: AtomicU32,
     /// High-water mark of assigned slots: slots at or above it have never been used.
@@ -71,8 +104,8 @@ pub struct Header {
     pub doorbell: AtomicU64,
     pub health: Health,
     pub mailboxes: [Mailbox; MAILBOXES],
-    pub snowflake: SnowflakeShared,
-    pub uuid: SnowflakeShared,
+    pub snowflake: AreaClock,
+    pub uuid: AreaClock,
 }
 
 /// The worker's health, for `seqgen_worker_status()`. Written by the worker only.
@@ -92,12 +125,27 @@ pub struct Health {
     pub reclaimed: AtomicU64,
 }
 
-/// The state of a clock-ordered generator (snowflake or UUIDv7) shared by every backend (the
-/// generator itself is in `seqgen_core`).
+/// A clock-ordered generator (snowflake or UUIDv7) shared by every backend of the server,
+/// whatever its database (the generator itself is in `seqgen_core`).
 #[repr(C)]
-pub struct SnowflakeShared {
+pub struct ClockShared {
     pub gen: Generator,
-    /// The worker has resumed the generator above the persisted reservation.
+    pub episodes: AtomicU32,
+    pub waits: AtomicU64,
+    pub sequence_waits: AtomicU64,
+    pub borrows: AtomicU64,
+    pub refusals: AtomicU64,
+}
+
+/// One database's reservation of a clock-ordered generator: IDs drawn from this database are
+/// below `reserved`, which its worker has persisted in this database's reservation table (so
+/// a dump of the database covers every ID issued from it).
+#[repr(C)]
+pub struct AreaClock {
+    /// First timestamp not covered by this database's persisted reservation.
+    pub reserved: AtomicI64,
+    /// The worker has read this database's persisted reservation and raised the generator
+    /// above it.
     pub loaded: AtomicU32,
     /// A backend wants the reservation extended.
     pub want: AtomicU32,
@@ -109,11 +157,16 @@ pub struct SnowflakeShared {
     /// Incremented by the worker when persisting the reservation failed; `err_code` says why.
     pub err_seq: AtomicU32,
     pub err_code: AtomicU32,
-    pub episodes: AtomicU32,
-    pub waits: AtomicU64,
-    pub sequence_waits: AtomicU64,
-    pub borrows: AtomicU64,
-    pub refusals: AtomicU64,
+}
+
+impl AreaClock {
+    fn reset(&self) {
+        self.reserved.store(0, Ordering::Release);
+        self.loaded.store(0, Ordering::Release);
+        self.want.store(0, Ordering::Release);
+        self.refresh_at.store(i64::MIN, Ordering::Release);
+        self.active_ms.store(0, Ordering::Release);
+    }
 }
 
 /// A short text with one writer and lock-free readers (seqlock on `version`, odd while being
@@ -377,6 +430,9 @@ pub struct Mailbox {
     pub word: AtomicU64,
     /// The pid of the process that claimed the mailbox.
     pub owner: AtomicI32,
+    /// The area's epoch when the request was posted: a request posted to an area that was
+    /// released (and maybe claimed for another database) since is answered STALE.
+    pub epoch: AtomicU64,
     pub kind: AtomicU32,
     /// For requests about a resolved tag: its slot and the slot's generation.
     pub slot: AtomicU32,
@@ -462,30 +518,160 @@ impl Mailbox {
 }
 
 // SAFETY: every field is an atomic or is written under the protocol documented above.
+unsafe impl Sync for Server {}
 unsafe impl Sync for Header {}
 unsafe impl Sync for TagSlot {}
 unsafe impl Sync for Mailbox {}
+impl std::panic::RefUnwindSafe for Server {}
 impl std::panic::RefUnwindSafe for Header {}
 impl std::panic::RefUnwindSafe for TagSlot {}
 impl std::panic::RefUnwindSafe for Mailbox {}
 
-static SHARED: AtomicPtr<Header> = AtomicPtr::new(std::ptr::null_mut());
+static SHARED: AtomicPtr<Server> = AtomicPtr::new(std::ptr::null_mut());
+
+const ALIGN: usize = std::mem::align_of::<TagSlot>();
+
+fn areas_offset() -> usize {
+    std::mem::size_of::<Server>().next_multiple_of(ALIGN)
+}
 
 fn slots_offset() -> usize {
-    std::mem::size_of::<Header>().next_multiple_of(std::mem::align_of::<TagSlot>())
+    std::mem::size_of::<Header>().next_multiple_of(ALIGN)
 }
 
-fn total_size(max_tags: usize) -> usize {
+fn area_stride(max_tags: usize) -> usize {
+    slots_offset() + max_tags * std::mem::size_of::<TagSlot>()
+}
+
+/// Bytes of shared memory for `max_databases` areas of `max_tags` tags each.
+pub fn total_size(max_databases: usize, max_tags: usize) -> usize {
     // + alignment slack: ShmemInitStruct only promises MAXALIGN.
-    slots_offset() + max_tags * std::mem::size_of::<TagSlot>() + std::mem::align_of::<TagSlot>()
+    areas_offset() + max_databases * area_stride(max_tags) + ALIGN
 }
 
-/// The shared header, or `None` when the library was not preloaded.
+/// The server-wide part, or `None` when the library was not preloaded.
 #[inline]
-pub fn header() -> Option<&'static Header> {
+pub fn server() -> Option<&'static Server> {
     let p = SHARED.load(Ordering::Acquire);
     // SAFETY: set once in the shmem startup hook to memory that lives as long as the server.
     unsafe { p.as_ref() }
+}
+
+/// Every area, in use or not.
+pub fn areas(s: &'static Server) -> impl Iterator<Item = &'static Header> {
+    (0..s.max_databases as usize).map(move |i| area(s, i))
+}
+
+pub fn area(s: &'static Server, i: usize) -> &'static Header {
+    assert!(i < s.max_databases as usize);
+    // SAFETY: the areas follow the server part, laid out by `shmem_startup`.
+    unsafe { &*area_ptr(s as *const Server as *mut Server, s.max_tags as usize, i) }
+}
+
+fn area_ptr(s: *mut Server, max_tags: usize, i: usize) -> *mut Header {
+    // SAFETY (callers): `s` is the start of the shared region, which holds the areas.
+    unsafe { (s as *mut u8).add(areas_offset() + i * area_stride(max_tags)) as *mut Header }
+}
+
+/// This backend's cached area: (index + 1, epoch); 0 when none.
+struct Cached(std::cell::Cell<(usize, u64)>);
+// SAFETY: a backend is single-threaded.
+unsafe impl Sync for Cached {}
+static MY_AREA: Cached = Cached(std::cell::Cell::new((0, 0)));
+
+/// The area serving this backend's database, if one is claimed for it; `None` also when the
+/// library was not preloaded (see [`server`]) or the process has no database.
+#[inline]
+pub fn header() -> Option<&'static Header> {
+    let s = server()?;
+    let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let (i, epoch) = MY_AREA.0.get();
+    if i != 0 {
+        let h = area(s, i - 1);
+        if h.epoch.load(Ordering::Acquire) == epoch && h.db.load(Ordering::Acquire) == db {
+            return Some(h);
+        }
+    }
+    if db == 0 {
+        return None;
+    }
+    let h = find_area(s, db)?;
+    MY_AREA.0.set((h.index as usize + 1, h.epoch.load(Ordering::Acquire)));
+    Some(h)
+}
+
+/// The area claimed for database `db`, if any.
+pub fn find_area(s: &'static Server, db: u32) -> Option<&'static Header> {
+    areas(s).find(|h| {
+        let e = h.epoch.load(Ordering::Acquire);
+        h.db.load(Ordering::Acquire) == db && h.epoch.load(Ordering::Acquire) == e
+    })
+}
+
+/// Why an area could not be claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoFreeArea;
+
+/// The area of database `db`: the one claimed for it, or a free one claimed now (its worker
+/// is started by the launcher). `hold`: a pid that keeps the worker from starting until it
+/// clears it (0: none).
+pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Header, NoFreeArea> {
+    with_lock(s.server_lock.load(Ordering::Acquire), true, || {
+        if let Some(h) = areas(s).find(|h| h.db.load(Ordering::Acquire) == db) {
+            if hold != 0 {
+                h.hold.store(hold, Ordering::Release);
+            }
+            return Ok(h);
+        }
+        let h = areas(s).find(|h| h.db.load(Ordering::Acquire) == 0).ok_or(NoFreeArea)?;
+        h.hold.store(hold, Ordering::Release);
+        h.catalog_oid.store(0, Ordering::Release);
+        h.worker_status.store(WorkerStatus::NotStarted as u32, Ordering::Release);
+        h.snowflake.reset();
+        h.uuid.reset();
+        let hl = &h.health;
+        for v in [&hl.started_ms, &hl.last_cycle_ms, &hl.last_error_ms] {
+            v.store(0, Ordering::Release);
+        }
+        hl.errors.store(0, Ordering::Release);
+        hl.reclaimed.store(0, Ordering::Release);
+        hl.last_error_state.store(0, Ordering::Release);
+        hl.last_error.write("");
+        h.epoch.fetch_add(1, Ordering::AcqRel);
+        h.db.store(db, Ordering::Release);
+        Ok(h)
+    })
+}
+
+/// Release the area (its database dropped the extension, or was dropped) if it is still
+/// claim number `epoch`: every slot is retired, so nothing cached for it is served again.
+/// `unless_held`: keep it if a live backend holds it (a `CREATE EXTENSION` committing there
+/// claimed it meanwhile: its allocator must start once the commit is visible).
+pub fn release_area(h: &'static Header, epoch: u64, unless_held: bool) -> bool {
+    let Some(s) = server() else { return false };
+    let released = with_lock(s.server_lock.load(Ordering::Acquire), true, || {
+        if h.epoch.load(Ordering::Acquire) != epoch || h.db.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let holder = h.hold.load(Ordering::Acquire);
+        if unless_held && holder != 0 && !unsafe { pg_sys::BackendPidGetProc(holder) }.is_null() {
+            return false;
+        }
+        with_dir_lock(h, true, || {
+            for slot in all_slots(h) {
+                slot.gen.fetch_add(1, Ordering::AcqRel);
+                slot.state.store(SLOT_FREE, Ordering::Release);
+            }
+            h.slots_used.store(0, Ordering::Release);
+        });
+        h.catalog_oid.store(0, Ordering::Release);
+        h.hold.store(0, Ordering::Release);
+        h.db.store(0, Ordering::Release);
+        h.epoch.fetch_add(1, Ordering::AcqRel);
+        true
+    });
+    h.broadcast();
+    released
 }
 
 /// Every slot, used or not (for start-up and for assigning a free slot).
@@ -501,6 +687,16 @@ pub fn all_slots(h: &'static Header) -> &'static [TagSlot] {
 pub fn slots(h: &'static Header) -> &'static [TagSlot] {
     let used = (h.slots_used.load(Ordering::Acquire) as usize).min(h.max_tags as usize);
     &all_slots(h)[..used]
+}
+
+impl Server {
+    /// Wake the launcher.
+    pub fn ring_launcher(&self) {
+        let latch = self.launcher_latch.load(Ordering::Acquire);
+        if !latch.is_null() {
+            unsafe { pg_sys::SetLatch(latch) };
+        }
+    }
 }
 
 impl Header {
@@ -536,11 +732,15 @@ impl Header {
 
 /// Run `f` with the directory lock held in `mode`.
 pub fn with_dir_lock<R>(h: &Header, exclusive: bool, f: impl FnOnce() -> R) -> R {
+    with_lock(h.lock(), exclusive, f)
+}
+
+fn with_lock<R>(lock: *mut pg_sys::LWLock, exclusive: bool, f: impl FnOnce() -> R) -> R {
     let mode = if exclusive { pg_sys::LWLockMode::LW_EXCLUSIVE } else { pg_sys::LWLockMode::LW_SHARED };
-    unsafe { pg_sys::LWLockAcquire(h.lock(), mode) };
+    unsafe { pg_sys::LWLockAcquire(lock, mode) };
     // LWLocks are released by PostgreSQL's error cleanup if `f` raises an ERROR.
     let r = f();
-    unsafe { pg_sys::LWLockRelease(h.lock()) };
+    unsafe { pg_sys::LWLockRelease(lock) };
     r
 }
 
@@ -560,8 +760,10 @@ pub fn install_hooks() {
 
 unsafe fn request() {
     unsafe {
-        pg_sys::RequestAddinShmemSpace(total_size(guc::MAX_TAGS.get() as usize));
-        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
+        let dbs = guc::MAX_DATABASES.get();
+        pg_sys::RequestAddinShmemSpace(total_size(dbs as usize, guc::MAX_TAGS.get() as usize));
+        // lock 0 guards the areas, lock 1 + i is area i's directory lock
+        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1 + dbs);
     }
 }
 
@@ -582,22 +784,32 @@ unsafe extern "C-unwind" fn shmem_startup() {
             prev();
         }
         let max_tags = guc::MAX_TAGS.get() as usize;
-        let size = total_size(max_tags);
+        let max_databases = guc::MAX_DATABASES.get() as usize;
+        let size = total_size(max_databases, max_tags);
         pg_sys::LWLockAcquire(addin_shmem_init_lock(), pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
         let raw = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), size, &mut found) as *mut u8;
-        let aligned = raw.add(raw.align_offset(std::mem::align_of::<TagSlot>())) as *mut Header;
+        let aligned = raw.add(raw.align_offset(ALIGN)) as *mut Server;
         if !found {
             std::ptr::write_bytes(raw, 0, size);
             // All-zero bytes are a valid initial state for every atomic; the rest is set here.
-            let h = &mut *aligned;
-            h.max_tags = max_tags as u32;
-            pg_sys::ConditionVariableInit(h.cv.get());
+            let s = &mut *aligned;
+            s.max_databases = max_databases as u32;
+            s.max_tags = max_tags as u32;
             let tranche = pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr());
-            h.dir_lock.store(&raw mut (*tranche).lock, Ordering::Release);
-            for slot in all_slots(h) {
-                slot.seg.reset();
-                slot.ord.reset();
+            s.server_lock.store(&raw mut (*tranche).lock, Ordering::Release);
+            for i in 0..max_databases {
+                let h = &mut *area_ptr(aligned, max_tags, i);
+                h.index = i as u32;
+                h.max_tags = max_tags as u32;
+                pg_sys::ConditionVariableInit(h.cv.get());
+                h.dir_lock.store(&raw mut (*tranche.add(1 + i)).lock, Ordering::Release);
+                h.snowflake.reset();
+                h.uuid.reset();
+                for slot in all_slots(h) {
+                    slot.seg.reset();
+                    slot.ord.reset();
+                }
             }
         }
         SHARED.store(aligned, Ordering::Release);

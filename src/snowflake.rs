@@ -16,7 +16,7 @@ use seqgen_core::snowflake::{Clock, Events, Layout, NextError, Policy};
 use crate::directory;
 use crate::error::{OrRaise, Result, SeqgenError};
 use crate::guc;
-use crate::shmem::{self, Header, SnowflakeShared, WorkerStatus};
+use crate::shmem::{self, AreaClock, ClockShared, Header, WorkerStatus};
 use crate::wait::wait_for;
 
 /// Episode flags, so each clock event is logged once rather than per ID.
@@ -36,7 +36,17 @@ pub enum Kind {
 impl Kind {
     pub const ALL: [Kind; 2] = [Kind::Snowflake, Kind::Uuid];
 
-    pub fn shared(self, h: &Header) -> &SnowflakeShared {
+    /// The server-wide generator (every database draws from it).
+    pub fn shared(self) -> Result<&'static ClockShared> {
+        let s = shmem::server().ok_or(SeqgenError::NotPreloaded)?;
+        Ok(match self {
+            Kind::Snowflake => &s.snowflake,
+            Kind::Uuid => &s.uuid,
+        })
+    }
+
+    /// This database's reservation of it.
+    pub fn area(self, h: &Header) -> &AreaClock {
         match self {
             Kind::Snowflake => &h.snowflake,
             Kind::Uuid => &h.uuid,
@@ -128,18 +138,22 @@ fn seqgen_snowflake() -> i64 {
     next(Kind::Snowflake).or_raise()
 }
 
-/// The next ID of generator `kind` (for UUIDs: `unix_ms << 21 | counter`). Steady state: a
-/// clock read and one compare-and-swap.
+/// The next ID of generator `kind` (for UUIDs: `unix_ms << 21 | counter`), below this
+/// database's reservation. Steady state: a clock read and one compare-and-swap.
 #[inline]
 pub fn next(kind: Kind) -> Result<i64> {
-    let h = shmem::header().ok_or(SeqgenError::NotPreloaded)?;
-    let sf = kind.shared(h);
+    let sf = kind.shared()?;
     let layout = kind.layout();
     loop {
-        match sf.gen.next(layout, &policy(), &SystemClock) {
+        let h = match shmem::header() {
+            Some(h) => h,
+            None => directory::attach()?,
+        };
+        let area = kind.area(h);
+        match sf.gen.next_below(&area.reserved, layout, &policy(), &SystemClock) {
             Ok((id, ev)) => {
                 let ts = id >> (layout.node_bits + layout.seq_bits);
-                if ts >= sf.refresh_at.load(Ordering::Relaxed) {
+                if ts >= area.refresh_at.load(Ordering::Relaxed) {
                     ask_for_reservation(h, kind);
                 }
                 if ev != Events::default() || sf.episodes.load(Ordering::Relaxed) != 0 {
@@ -147,7 +161,7 @@ pub fn next(kind: Kind) -> Result<i64> {
                 }
                 return Ok(id);
             }
-            Err(NextError::NeedReservation { ts }) => wait_for_reservation(h, kind, ts)?,
+            Err(NextError::NeedReservation { ts }) => wait_for_reservation(kind, ts)?,
             Err(NextError::ClockBehind { behind }) => {
                 sf.refusals.fetch_add(1, Ordering::Relaxed);
                 if sf.episodes.fetch_or(EP_REFUSING, Ordering::AcqRel) & EP_REFUSING == 0 {
@@ -162,16 +176,16 @@ pub fn next(kind: Kind) -> Result<i64> {
 }
 
 fn ask_for_reservation(h: &Header, kind: Kind) {
-    let sf = kind.shared(h);
-    sf.active_ms.store(shmem::now_ms(), Ordering::Relaxed);
-    if sf.want.swap(1, Ordering::AcqRel) == 0 {
+    let area = kind.area(h);
+    area.active_ms.store(shmem::now_ms(), Ordering::Relaxed);
+    if area.want.swap(1, Ordering::AcqRel) == 0 {
         h.ring();
     }
 }
 
 /// Counters and once-per-episode log lines for clock events.
 #[cold]
-fn note_events(kind: Kind, sf: &SnowflakeShared, ev: Events, layout: &Layout) {
+fn note_events(kind: Kind, sf: &ClockShared, ev: Events, layout: &Layout) {
     if ev.waited_overflow {
         sf.sequence_waits.fetch_add(1, Ordering::Relaxed);
     }
@@ -203,30 +217,29 @@ fn note_events(kind: Kind, sf: &SnowflakeShared, ev: Events, layout: &Layout) {
 }
 
 /// How far the last issued timestamp is ahead of the clock, in ms (0 when it is not).
-fn lag_ms(sf: &SnowflakeShared, layout: &Layout) -> i64 {
+fn lag_ms(sf: &ClockShared, layout: &Layout) -> i64 {
     let (last_ts, _) = sf.gen.last(layout);
     (last_ts + layout.epoch_ms - shmem::now_ms()).max(0)
 }
 
-/// The reservation must be extended before `ts` can be issued: ask the worker and wait.
+/// This database's reservation must be extended before `ts` can be issued: ask the worker
+/// and wait.
 #[cold]
 #[inline(never)]
-fn wait_for_reservation(h: &'static Header, kind: Kind, ts: i64) -> Result<()> {
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        return Err(SeqgenError::HotStandby);
-    }
-    let sf = kind.shared(h);
-    let err_before = sf.err_seq.load(Ordering::Acquire);
-    sf.active_ms.store(shmem::now_ms(), Ordering::Relaxed);
-    sf.want.store(1, Ordering::Release);
+fn wait_for_reservation(kind: Kind, ts: i64) -> Result<()> {
+    let h = directory::ready_header()?;
+    let area = kind.area(h);
+    let err_before = area.err_seq.load(Ordering::Acquire);
+    area.active_ms.store(shmem::now_ms(), Ordering::Relaxed);
+    area.want.store(1, Ordering::Release);
     h.ring();
     let timeout = guc::ALLOCATION_TIMEOUT.get();
     let outcome = wait_for(h, || {
-        if sf.loaded.load(Ordering::Acquire) != 0 && sf.gen.reserved() > ts {
+        if area.loaded.load(Ordering::Acquire) != 0 && area.reserved.load(Ordering::Acquire) > ts {
             return Some(Ok(()));
         }
-        if sf.err_seq.load(Ordering::Acquire) != err_before {
-            let c = sf.err_code.load(Ordering::Acquire);
+        if area.err_seq.load(Ordering::Acquire) != err_before {
+            let c = area.err_code.load(Ordering::Acquire);
             return Some(Err(directory::slot_failure(h, c, kind.reservation())));
         }
         // a worker that is not running may be starting (or restarting): wait for it until
@@ -236,24 +249,28 @@ fn wait_for_reservation(h: &'static Header, kind: Kind, ts: i64) -> Result<()> {
     match outcome {
         Some(r) => r,
         None if h.worker_status() != WorkerStatus::Running => Err(SeqgenError::WorkerNotRunning),
+        None if shmem::server().is_some_and(|s| s.clocks_open.load(Ordering::Acquire) == 0) => {
+            Err(SeqgenError::ClocksNotOpen(kind.name()))
+        }
         None => Err(SeqgenError::Timeout { tag: kind.reservation().into(), ms: timeout }),
     }
 }
 
-/// Worker side: should the reservation of `kind` be loaded or extended this cycle?
+/// Worker side: should this database's reservation of `kind` be extended (or re-read) this
+/// cycle? Nothing is extended before every database's reservation has been read since the
+/// server started (`clocks_open`): the shared generator may still have to rise above one.
 pub fn worker_wants(h: &Header, kind: Kind, now_ms: i64, periodic: bool) -> Option<SnowflakeJob> {
-    let sf = kind.shared(h);
-    if sf.loaded.load(Ordering::Acquire) == 0 {
-        // load when asked, or once a second until it succeeds
-        let asked = sf.want.swap(0, Ordering::AcqRel) != 0;
-        return (asked || periodic).then_some(SnowflakeJob::Load);
+    let area = kind.area(h);
+    let open = shmem::server().is_some_and(|s| s.clocks_open.load(Ordering::Acquire) != 0);
+    if area.loaded.load(Ordering::Acquire) == 0 || !open {
+        return None;
     }
-    let asked = sf.want.swap(0, Ordering::AcqRel) != 0;
+    let asked = area.want.swap(0, Ordering::AcqRel) != 0;
     // keep the reservation ahead while IDs are being issued (or were in the last minute)
-    let recent = now_ms - sf.active_ms.load(Ordering::Relaxed) < 60_000;
+    let recent = now_ms - area.active_ms.load(Ordering::Relaxed) < 60_000;
     let layout = kind.layout();
     let now_ts = now_ms - layout.epoch_ms;
-    let behind_refresh = now_ts >= sf.refresh_at.load(Ordering::Relaxed);
+    let behind_refresh = now_ts >= area.refresh_at.load(Ordering::Relaxed);
     if asked || (recent && behind_refresh) {
         Some(SnowflakeJob::Extend)
     } else {
@@ -263,8 +280,6 @@ pub fn worker_wants(h: &Header, kind: Kind, now_ms: i64, periodic: bool) -> Opti
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SnowflakeJob {
-    /// Read the persisted reservation and resume above it (once per server start).
-    Load,
     /// Persist a reservation further ahead.
     Extend,
     /// Read the persisted reservation again (once a second) and raise the generator above it:
@@ -277,37 +292,41 @@ pub enum SnowflakeJob {
 /// Worker side: the reservation to persist, as the first unreserved timestamp.
 /// One window ahead of the clock (or of the last issued timestamp, when borrowing): never
 /// further, so a restart never finds the reservation more than a window ahead of where the
-/// clock was. (Never lower than the current one: `extend_reservation` keeps the maximum.)
+/// clock was. (Never lower than the current one: `publish_reservation` keeps the maximum.)
 pub fn next_reservation(h: &Header, kind: Kind, now_ms: i64) -> i64 {
-    let (layout, sf) = (kind.layout(), kind.shared(h));
-    let (last_ts, _) = sf.gen.last(layout);
+    let (layout, area) = (kind.layout(), kind.area(h));
+    let last_ts = kind.shared().map(|sf| sf.gen.last(layout).0).unwrap_or(0);
     let base = (now_ms - layout.epoch_ms).max(last_ts + 1);
-    (base + guc::SNOWFLAKE_RESERVE.get() as i64).max(sf.gen.reserved())
+    (base + guc::SNOWFLAKE_RESERVE.get() as i64).max(area.reserved.load(Ordering::Acquire))
 }
 
-/// Worker side, after the reservation `ts` is durably committed.
+/// Worker side, after the reservation `ts` is durably committed in this database.
 pub fn publish_reservation(h: &Header, kind: Kind, ts: i64) {
-    let sf = kind.shared(h);
-    sf.gen.extend_reservation(ts);
-    sf.refresh_at.store(ts - (guc::SNOWFLAKE_RESERVE.get() as i64 / 2).max(1), Ordering::Release);
+    let area = kind.area(h);
+    area.reserved.fetch_max(ts, Ordering::AcqRel);
+    area.refresh_at.store(ts - (guc::SNOWFLAKE_RESERVE.get() as i64 / 2).max(1), Ordering::Release);
 }
 
-/// Worker side, after reading the persisted high-water ID at start-up.
+/// Worker side, after reading this database's persisted high-water ID when it starts: every
+/// later ID of the server is above it. Never lowers the generator.
 pub fn resume(h: &Header, kind: Kind, high_water_id: i64) {
-    let sf = kind.shared(h);
-    sf.gen.resume_above(high_water_id, kind.layout());
-    sf.refresh_at.store(i64::MIN, Ordering::Release);
-    sf.loaded.store(1, Ordering::Release);
+    if let Ok(sf) = kind.shared() {
+        sf.gen.raise_above(high_water_id, kind.layout());
+    }
+    let area = kind.area(h);
+    area.refresh_at.store(i64::MIN, Ordering::Release);
+    area.loaded.store(1, Ordering::Release);
 }
 
 /// Worker side, after re-reading the persisted reservation: every later ID is at or above it.
 /// Never lowers the generator; the next ID at or beyond the in-memory reservation waits for a
 /// new one to be persisted above the raised state, as usual.
 pub fn refresh(h: &Header, kind: Kind, persisted_id: i64) {
-    let (sf, layout) = (kind.shared(h), kind.layout());
-    // Only a reservation above this server's own (which is always ahead of the clock) came
+    let (area, layout) = (kind.area(h), kind.layout());
+    let Ok(sf) = kind.shared() else { return };
+    // Only a reservation above this database's own (which is always ahead of the clock) came
     // from elsewhere; raising to our own would jump the generator a window ahead every second.
-    if persisted_id > layout.id_floor(sf.gen.reserved()) {
+    if persisted_id > layout.id_floor(area.reserved.load(Ordering::Acquire)) {
         let before = sf.gen.last(layout);
         sf.gen.raise_above(persisted_id - 1, layout);
         if sf.gen.last(layout) != before {
@@ -321,8 +340,8 @@ pub fn refresh(h: &Header, kind: Kind, persisted_id: i64) {
 
 /// Worker side: persisting failed, for the reason `c` (a `directory::code`).
 pub fn report_failure(h: &Header, kind: Kind, c: u32) {
-    kind.shared(h).err_code.store(c, Ordering::Release);
-    kind.shared(h).err_seq.fetch_add(1, Ordering::AcqRel);
+    kind.area(h).err_code.store(c, Ordering::Release);
+    kind.area(h).err_seq.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Raise the snowflake generator at once so that every later ID is above `min_id`, e.g. after
@@ -341,36 +360,36 @@ fn advance(min_id: i64) -> Result<i64> {
         return Err(SeqgenError::InvalidArgument(format!("min_id must not be negative, got {min_id}")));
     }
     let h = directory::ready_header()?;
-    let sf = &h.snowflake;
+    let sf = Kind::Snowflake.shared()?;
     let layout = layout();
     if layout.decode(min_id).is_none() {
         return Err(SeqgenError::InvalidArgument(format!("{min_id} is not a snowflake ID of this layout")));
     }
-    // the generator must have resumed above the persisted reservation first (else a later
-    // resume could not tell the two apart)
+    // every database's reservation must have been read first (else a later read could not
+    // tell the two apart)
     wait_loaded(h, Kind::Snowflake)?;
     sf.gen.raise_above(min_id, layout);
     // Durable before it returns: wait until the worker has persisted a reservation above the
     // new floor, so a restart right after this call still resumes above `min_id`.
     let (last_ts, last_seq) = sf.gen.last(layout);
-    sf.refresh_at.store(i64::MIN, Ordering::Release);
-    if sf.gen.reserved() <= last_ts + 1 {
-        wait_for_reservation(h, Kind::Snowflake, last_ts + 1)?;
+    let area = Kind::Snowflake.area(h);
+    area.refresh_at.store(i64::MIN, Ordering::Release);
+    if area.reserved.load(Ordering::Acquire) <= last_ts + 1 {
+        wait_for_reservation(Kind::Snowflake, last_ts + 1)?;
     }
     Ok(layout.compose(last_ts, last_seq))
 }
 
-/// Wait until the worker has resumed the generator above the persisted reservation.
+/// Wait until this database's reservation is read and every database's reservation has been
+/// read since the server started.
 fn wait_loaded(h: &'static Header, kind: Kind) -> Result<()> {
-    let sf = kind.shared(h);
-    if sf.loaded.load(Ordering::Acquire) != 0 {
+    let area = kind.area(h);
+    let open = || shmem::server().is_some_and(|s| s.clocks_open.load(Ordering::Acquire) != 0);
+    if area.loaded.load(Ordering::Acquire) != 0 && open() {
         return Ok(());
     }
-    sf.want.store(1, Ordering::Release);
-    h.ring();
-    let timeout = guc::ALLOCATION_TIMEOUT.get();
-    wait_for(h, || (sf.loaded.load(Ordering::Acquire) != 0).then_some(()))
-        .ok_or(SeqgenError::Timeout { tag: kind.reservation().into(), ms: timeout })
+    wait_for(h, || (area.loaded.load(Ordering::Acquire) != 0 && open()).then_some(()))
+        .ok_or(SeqgenError::ClocksNotOpen(kind.name()))
 }
 
 #[pg_extern(stable, parallel_safe)]
@@ -451,14 +470,14 @@ pub fn iso(unix_ms: i64) -> String {
 pub type StatusRow = (Option<TimestampWithTimeZone>, i64, Option<TimestampWithTimeZone>, i64, i64, i64, i64, i64);
 
 pub fn status_row(kind: Kind) -> StatusRow {
-    let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
-    let sf = kind.shared(h);
+    let sf = kind.shared().or_raise();
     let layout = kind.layout();
-    let loaded = sf.loaded.load(Ordering::Acquire) != 0;
+    let area = shmem::header().map(|h| kind.area(h));
+    let loaded = area.is_some_and(|a| a.loaded.load(Ordering::Acquire) != 0);
     let (last_ts, last_seq) = sf.gen.last(layout);
-    let reserved = sf.gen.reserved();
+    let reserved = area.map(|a| a.reserved.load(Ordering::Acquire)).unwrap_or(0);
     (
-        (loaded && last_ts > 0).then(|| to_timestamptz(last_ts + layout.epoch_ms)),
+        (last_ts > 0).then(|| to_timestamptz(last_ts + layout.epoch_ms)),
         last_seq as i64,
         (loaded && reserved > 0).then(|| to_timestamptz(reserved + layout.epoch_ms)),
         lag_ms(sf, layout),

@@ -43,14 +43,20 @@ use crate::guc;
 use crate::shmem::{self, Header, Ident, Mailbox, TagSlot, WorkerStatus};
 use crate::snowflake::{self, Kind, SnowflakeJob};
 
-pub fn register() {
-    BackgroundWorkerBuilder::new("pg_seqgen allocator")
+/// Start the allocator of database `db` (from the launcher): a dynamic background worker
+/// that the launcher, not the postmaster, restarts.
+pub fn start(db: u32) -> Option<pgrx::bgworkers::DynamicBackgroundWorker> {
+    BackgroundWorkerBuilder::new(&format!("pg_seqgen allocator for database {db}"))
         .set_type("pg_seqgen allocator")
         .set_function("pg_seqgen_worker_main")
         .set_library("pg_seqgen")
         .enable_spi_access()
-        .set_restart_time(Some(Duration::from_secs(1)))
-        .load();
+        .set_start_time(pgrx::bgworkers::BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(None)
+        .set_argument(Some(pg_sys::Datum::from(db)))
+        .set_notify_pid(unsafe { pg_sys::MyProcPid })
+        .load_dynamic()
+        .ok()
 }
 
 /// A cancel or terminate signal arrived since the current transaction started.
@@ -69,14 +75,14 @@ unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn on_sighup(_signo: std::ffi::c_int) {
+pub unsafe extern "C-unwind" fn on_sighup(_signo: std::ffi::c_int) {
     unsafe {
         pg_sys::ConfigReloadPending = 1;
         pg_sys::SetLatch(pg_sys::MyLatch);
     }
 }
 
-unsafe fn set_signal(signo: u32, f: unsafe extern "C-unwind" fn(std::ffi::c_int)) {
+pub unsafe fn set_signal(signo: u32, f: unsafe extern "C-unwind" fn(std::ffi::c_int)) {
     unsafe {
         #[cfg(not(feature = "pg18"))]
         pg_sys::pqsignal(signo as i32, Some(f));
@@ -85,30 +91,89 @@ unsafe fn set_signal(signo: u32, f: unsafe extern "C-unwind" fn(std::ffi::c_int)
     }
 }
 
+/// The area this worker serves, for its exit callback.
+static SERVING: std::sync::atomic::AtomicPtr<Header> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
 #[pg_guard]
 unsafe extern "C-unwind" fn on_exit(_code: i32, _arg: pg_sys::Datum) {
-    if let Some(h) = shmem::header() {
+    let p = SERVING.load(Ordering::Acquire);
+    // SAFETY: an area in shared memory, which outlives this process
+    if let Some(h) = unsafe { p.as_ref() } {
         h.worker_latch.store(std::ptr::null_mut(), Ordering::Release);
-        h.worker_pid.store(0, Ordering::Release);
         h.worker_status.store(WorkerStatus::Stopped as u32, Ordering::Release);
+        let _ = h.worker_pid.compare_exchange(unsafe { pg_sys::MyProcPid }, 0, Ordering::AcqRel, Ordering::Relaxed);
         h.broadcast();
+        if let Some(s) = shmem::server() {
+            s.ring_launcher();
+        }
     }
+}
+
+/// Is `pid` a live process of this server?
+pub fn alive(pid: i32) -> bool {
+    pid != 0 && !unsafe { pg_sys::BackendPidGetProc(pid) }.is_null()
+}
+
+/// Why the worker's start-up check ended it.
+enum Probe {
+    /// The extension is installed (in the database of this name): both reservations were
+    /// read and the generators raised above them.
+    Serving(String),
+    /// No extension in this database: the area is released.
+    Absent,
+}
+
+/// In a transaction: is the extension installed here? If so, read the persisted snowflake
+/// and UUIDv7 reservations (whatever the catalog's version: a database not yet updated
+/// still holds IDs) and raise the server's generators above them.
+fn probe(h: &'static Header) -> Result<Probe, JobError> {
+    in_transaction(std::panic::AssertUnwindSafe(|| {
+        in_subtransaction(|c| {
+            if catalog::extension_version(c)?.is_none() {
+                return Ok(Probe::Absent);
+            }
+            for kind in Kind::ALL {
+                let id = catalog::reservation_read_any(c, kind.table())?;
+                snowflake::resume(h, kind, id);
+            }
+            Ok(Probe::Serving(crate::directory::current_database()))
+        })
+    }))
+    .and_then(|r| r)
 }
 
 #[pg_guard]
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn pg_seqgen_worker_main(_arg: pg_sys::Datum) {
+pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
     unsafe {
         set_signal(pg_sys::SIGHUP, on_sighup);
         set_signal(pg_sys::SIGTERM, on_sigterm);
         set_signal(pg_sys::SIGINT, on_sigint);
         pg_sys::BackgroundWorkerUnblockSignals();
     }
-    let Some(h) = shmem::header() else {
+    let db = arg.value() as u32;
+    let Some(s) = shmem::server() else {
         log!("pg_seqgen allocator: shared memory is not initialised; exiting");
         return;
     };
-    BackgroundWorker::connect_worker_to_spi(Some(&guc::database_name()), None);
+    // the area must be claimed for this database, and nobody may hold it (a DROP DATABASE
+    // waits for this worker to leave)
+    let held = |h: &Header| alive(h.hold.load(Ordering::Acquire));
+    let Some(h) = shmem::find_area(s, db).filter(|h| !held(h)) else { return };
+    let epoch = h.epoch.load(Ordering::Acquire);
+    let me = unsafe { pg_sys::MyProcPid };
+    let owner = h.worker_pid.load(Ordering::Acquire);
+    if (owner != 0 && owner != me && alive(owner))
+        || h.worker_pid.compare_exchange(owner, me, Ordering::AcqRel, Ordering::Acquire).is_err()
+    {
+        return; // another allocator serves it
+    }
+    SERVING.store(h as *const Header as *mut Header, Ordering::Release);
+    unsafe { pg_sys::before_shmem_exit(Some(on_exit), pg_sys::Datum::from(0)) };
+    BackgroundWorker::connect_worker_to_spi_by_oid(Some(pg_sys::Oid::from(db)), None);
+    if held(h) || h.epoch.load(Ordering::Acquire) != epoch {
+        return;
+    }
     unsafe {
         // Durable before use: the worker's commits always wait for the WAL flush (and for a
         // synchronous standby, when one is configured), whatever the server default. Its
@@ -119,17 +184,33 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(_arg: pg_sys::Datum) {
         set_option(c"default_transaction_read_only", c"off");
         set_option(c"statement_timeout", c"0");
         apply_lock_timeout();
-        pg_sys::before_shmem_exit(Some(on_exit), pg_sys::Datum::from(0));
-        h.served_db.store(pg_sys::MyDatabaseId.to_u32(), Ordering::Release);
-        h.worker_pid.store(pg_sys::MyProcPid, Ordering::Release);
-        h.worker_latch.store(pg_sys::MyLatch, Ordering::Release);
     }
+    let name = match probe(h) {
+        Ok(Probe::Serving(name)) => name,
+        Ok(Probe::Absent) => {
+            // no allocator where the extension is not installed
+            shmem::release_area(h, epoch, true);
+            return;
+        }
+        Err(e) => {
+            warning!("pg_seqgen allocator for database {db}: reading the reservations failed: {}", e.msg);
+            return;
+        }
+    };
+    unsafe { h.worker_latch.store(pg_sys::MyLatch, Ordering::Release) };
     h.health.started_ms.store(shmem::now_ms(), Ordering::Release);
     h.worker_status.store(WorkerStatus::Running as u32, Ordering::Release);
-    log!("pg_seqgen allocator started, serving database \"{}\"", guc::database_name());
+    log!("pg_seqgen allocator started, serving database \"{name}\"");
     h.broadcast();
 
-    let mut w = Worker { last_periodic_ms: 0, templates: HashMap::new(), retry_soon: false, plans: None, catalog: 0 };
+    let mut w = Worker {
+        last_periodic_ms: 0,
+        templates: HashMap::new(),
+        retry_soon: false,
+        plans: None,
+        catalog: 0,
+        absent: false,
+    };
     loop {
         unsafe {
             // a cancel that arrives while nothing runs cancels nothing
@@ -143,7 +224,17 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(_arg: pg_sys::Datum) {
                 apply_lock_timeout();
             }
         }
+        if h.epoch.load(Ordering::Acquire) != epoch || held(h) {
+            // released (the database is dropped) or held (a command needs the database to
+            // itself): leave; the launcher starts the allocator again if it is still needed
+            return;
+        }
         w.cycle(h);
+        if w.absent {
+            log!("pg_seqgen allocator: the extension was dropped from database \"{name}\"; stopping");
+            shmem::release_area(h, epoch, true);
+            return;
+        }
         h.health.last_cycle_ms.store(shmem::now_ms(), Ordering::Release);
         h.broadcast();
         let timeout = if w.retry_soon { 5 } else { 1000 };
@@ -259,6 +350,8 @@ struct Worker {
     catalog: u32,
     /// Some job failed on a lock while a caller waits: come back in a few milliseconds.
     retry_soon: bool,
+    /// The extension is no longer installed in the database.
+    absent: bool,
 }
 
 enum Outcome {
@@ -314,6 +407,12 @@ impl Worker {
                                 Err(e) => missing = Some(Outcome::Failed(e)),
                             }
                         }
+                    }
+                    Ok(CatalogState::Absent) => {
+                        self.plans = None;
+                        self.catalog = 0;
+                        self.absent = true;
+                        missing = Some(Outcome::CatalogMissing);
                     }
                     Ok(CatalogState::Missing) => {
                         self.plans = None;
@@ -515,6 +614,10 @@ fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
         if state != shmem::MB_POSTED {
             continue;
         }
+        if mb.epoch.load(Ordering::Relaxed) != h.epoch.load(Ordering::Acquire) {
+            answer(mb, seq, code::STALE, 0, 0, "");
+            continue;
+        }
         let tag = String::from_utf8_lossy(&mb.name()).into_owned();
         match mb.kind.load(Ordering::Relaxed) {
             shmem::REQ_LOAD => jobs.push(Job::Load { mb: i, seq, tag }),
@@ -554,7 +657,7 @@ fn requeue(h: &'static Header, jobs: &[Job]) {
         match job {
             Job::Prefetch { slot, .. } => slots[slot.idx].want.store(shmem::WANT_SEGMENT, Ordering::Release),
             Job::Order { slot, .. } => slots[slot.idx].ord_want.store(1, Ordering::Release),
-            Job::Snowflake { kind, .. } => kind.shared(h).want.store(1, Ordering::Release),
+            Job::Snowflake { kind, .. } => kind.area(h).want.store(1, Ordering::Release),
             // mailboxes stay POSTED and are gathered again
             _ => {}
         }
@@ -587,7 +690,7 @@ fn run_job(
                 policy.next_step(cur, step, Some(lasted))
             })?)
         }
-        Job::Snowflake { kind, job: SnowflakeJob::Load | SnowflakeJob::Refresh, .. } => {
+        Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. } => {
             Outcome::Snowflake(Some(plans.reservation_read(client, kind.table())?))
         }
         Job::Snowflake { kind, job: SnowflakeJob::Extend, ts } => {
@@ -829,9 +932,6 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 Outcome::Order(OrderReserve::Stale) => retire_ref(h, slot),
                 o => order_error(s, failure_code(&o)),
             }
-        }
-        (Job::Snowflake { kind, job: SnowflakeJob::Load, .. }, Outcome::Snowflake(Some(id))) => {
-            snowflake::resume(h, *kind, id)
         }
         (Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. }, Outcome::Snowflake(Some(id))) => {
             snowflake::refresh(h, *kind, id)
