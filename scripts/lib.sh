@@ -113,7 +113,6 @@ cluster_init() {
         echo "unix_socket_directories = '$dir'"
         echo "listen_addresses = ''"
         echo "shared_preload_libraries = 'pg_seqgen'"
-        echo "seqgen.database_name = 'postgres'"
         echo "max_connections = 100"
         for line in "$@"; do echo "$line"; done
     } | sudo -u postgres tee -a "$dir/data/postgresql.conf" >/dev/null
@@ -155,5 +154,5 @@ cluster_stop() {
 psql_at() {
     local dir=$1 port=$2
     shift 2
-    sudo -u postgres "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -d postgres "$@"
+    sudo -u postgres "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -d "${PSQL_DB:-postgres}" "$@"
 }

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Build the last released version of pg_seqgen (for the upgrade test and the side-by-side
-# benchmark) from this repository's history, for one PostgreSQL major (the argument, default
-# PG_MAJOR), into target/old/<version>-pg<major>/ (a `cargo pgrx package` tree: the
-# installation's pkglibdir/pg_seqgen.so and sharedir/extension/ below that root).
+# Build a released version of pg_seqgen (for the upgrade tests and the side-by-side
+# benchmark) from this repository's history, for one PostgreSQL major (the first argument,
+# default PG_MAJOR), into target/old/<version>-pg<major>/ (a `cargo pgrx package` tree: the
+# installation's pkglibdir/pg_seqgen.so and sharedir/extension/ below that root). The second
+# argument is the version: 0.1.0 (default) or 0.2.0.
 # Cached: a second run only prints the path.
 . "$(dirname "$0")/lib.sh"
 use_major "${1:-$PG_MAJOR}"
-OLD_VERSION=0.1.0
-OLD_COMMIT=1f09aa59b66809931071937e3659781f7917d37d  # the 0.1.0 release
+OLD_VERSION=${2:-0.1.0}
+case "$OLD_VERSION" in
+    0.1.0) OLD_COMMIT=1f09aa59b66809931071937e3659781f7917d37d ;;  # the 0.1.0 release
+    0.2.0) OLD_COMMIT=2273e80097c108e7589268e601b46e6038471c16 ;;  # the 0.2.0 release
+    *) echo "unknown pg_seqgen version $OLD_VERSION" >&2; exit 1 ;;
+esac
 out="$ROOT/target/old/$OLD_VERSION-pg$PG_MAJOR"
 if [ ! -f "$out/.done" ]; then
     git -C "$ROOT" cat-file -e "$OLD_COMMIT^{commit}" 2>/dev/null || {
@@ -19,8 +24,8 @@ if [ ! -f "$out/.done" ]; then
     mkdir -p "$src"
     git -C "$ROOT" archive "$OLD_COMMIT" | tar -x -C "$src"
     say "building pg_seqgen $OLD_VERSION for PostgreSQL $PG_MAJOR from $OLD_COMMIT (release; several minutes)" >&2
-    (cd "$src" && CARGO_TARGET_DIR="$ROOT/target/old/target" cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >"$ROOT/target/old/build-pg$PG_MAJOR.log" 2>&1) || {
-        tail -30 "$ROOT/target/old/build-pg$PG_MAJOR.log"
+    (cd "$src" && CARGO_TARGET_DIR="$ROOT/target/old/target" cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >"$ROOT/target/old/build-$OLD_VERSION-pg$PG_MAJOR.log" 2>&1) || {
+        tail -30 "$ROOT/target/old/build-$OLD_VERSION-pg$PG_MAJOR.log"
         exit 1
     }
     touch "$out/.done"

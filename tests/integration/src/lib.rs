@@ -123,7 +123,6 @@ impl Cluster {
             format!("unix_socket_directories = '{}'", c.dir.display()),
             "listen_addresses = ''".into(),
             "shared_preload_libraries = 'pg_seqgen'".into(),
-            "seqgen.database_name = 'postgres'".into(),
             "max_connections = 60".into(),
             "fsync = on".into(),
             "log_min_messages = warning".into(),

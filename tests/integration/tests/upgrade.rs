@@ -1,10 +1,10 @@
-//! Upgrading from the released 0.1.0: install it, use every generator, install this version's
-//! files, restart, `ALTER EXTENSION pg_seqgen UPDATE`, and draw on with nothing repeated. The
-//! upgraded catalog must be the one a fresh install creates.
+//! Upgrading from the released 0.1.0 and 0.2.0: install it, use every generator, install this
+//! version's files, restart, `ALTER EXTENSION pg_seqgen UPDATE`, and draw on with nothing
+//! repeated. The upgraded catalog must be the one a fresh install creates.
 //!
-//! 0.1.0 is built from this repository's history by `scripts/old_version.sh`
-//! for the major under test (`tests/run.sh` runs it and passes its path in
-//! `SEQGEN_OLD_PACKAGE`). Both versions run from a private PostgreSQL tree (real copies of
+//! The old versions are built from this repository's history by `scripts/old_version.sh`
+//! for the major under test (`tests/run.sh` runs it and passes their paths in
+//! `SEQGEN_OLD_PACKAGE` and `SEQGEN_OLD_PACKAGE_0_2_0`). Both versions run from a private PostgreSQL tree (real copies of
 //! `postgres` and `pg_ctl`, links to the rest of the installation), so the installation under
 //! test keeps this version.
 
@@ -80,31 +80,58 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
     c.query(q, &[]).unwrap().iter().map(|r| r.get(0)).collect()
 }
 
+/// This version.
+const NEW: &str = "0.3.0";
+
 #[test]
 fn upgrade_from_0_1_0_repeats_nothing() {
     let old = std::env::var("SEQGEN_OLD_PACKAGE")
         .expect("SEQGEN_OLD_PACKAGE: the 0.1.0 package tree (run scripts/old_version.sh; tests/run.sh does)");
-    assert!(Path::new(&format!("{old}{}/pg_seqgen.so", lib())).exists(), "no 0.1.0 build for {} in {old}", pg().major);
+    upgrade(&old, "0.1.0", 56701);
+}
+
+#[test]
+fn upgrade_from_0_2_0_repeats_nothing() {
+    let old = std::env::var("SEQGEN_OLD_PACKAGE_0_2_0").expect(
+        "SEQGEN_OLD_PACKAGE_0_2_0: the 0.2.0 package tree (run scripts/old_version.sh <major> 0.2.0; tests/run.sh does)",
+    );
+    upgrade(&old, "0.2.0", 56702);
+}
+
+fn upgrade(old: &str, from: &str, port: u16) {
+    assert!(Path::new(&format!("{old}{}/pg_seqgen.so", lib())).exists(), "no {from} build for {} in {old}", pg().major);
+    let tree_lock = TREE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     make_tree();
-    install_version(&old, &["pg_seqgen.control", "pg_seqgen--0.1.0.sql"]);
-    let mut c = Cluster::init("upgrade", 56701, &["seqgen.node_id = 2"]);
+    install_version(old, &["pg_seqgen.control", &format!("pg_seqgen--{from}.sql")]);
+    let mut c = Cluster::init(&format!("upgrade_{from}"), port, &["seqgen.node_id = 2"]);
     c.bin = format!("{TREE}{}", pg_bin());
     c.start();
-    c.sql(
+    // a template whose numbers repeat every month: 0.1.0 accepted it as is, 0.2.0 on request
+    let allow = if from == "0.1.0" { "" } else { ", 'UTC', true" };
+    c.sql(&format!(
         "CREATE EXTENSION pg_seqgen;
          SELECT seqgen_create('seg', 100);
          SELECT seqgen_create('ord', 50);
-         SELECT seqgen_set_template('ord', 'U{yyyy}{MM}{dd}-{seq:6}');
+         SELECT seqgen_set_template('ord', 'U{{yyyy}}{{MM}}{{dd}}-{{seq:6}}');
          SELECT seqgen_create('plain', 50);
-         SELECT seqgen_set_template('plain', 'P{seq:8}');
+         SELECT seqgen_set_template('plain', 'P{{seq:8}}');
          SELECT seqgen_create('rep', 50);
-         SELECT seqgen_set_template('rep', '{dd}-{seq:5}');
+         SELECT seqgen_set_template('rep', '{{dd}}-{{seq:5}}'{allow});
          SELECT seqgen_create('opq', 100);
-         SELECT seqgen_make_opaque('opq');",
-    );
+         SELECT seqgen_make_opaque('opq');"
+    ));
     let version: String =
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
-    assert_eq!(version, "0.1.0");
+    assert_eq!(version, from);
+    let uuids = |c: &Cluster| -> Vec<String> {
+        c.connect()
+            .query("SELECT seqgen_uuidv7()::text FROM generate_series(1, 1000)", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let uuids_before = if from == "0.1.0" { vec![] } else { uuids(&c) };
     let draw = |c: &Cluster| -> (Vec<i64>, Vec<i64>, Vec<i64>, Vec<String>) {
         let mut cl = c.connect();
         let ints =
@@ -139,8 +166,16 @@ fn upgrade_from_0_1_0_repeats_nothing() {
     drop(cl);
     // the new files, a restart (crash-like: immediate), and the update
     c.stop("immediate");
-    install_version("", &["pg_seqgen.control", "pg_seqgen--0.2.0.sql", "pg_seqgen--0.1.0--0.2.0.sql"]);
-    run(&format!("cp {old}{ext}/pg_seqgen--0.1.0.sql {TREE}{ext}/", ext = ext()));
+    install_version(
+        "",
+        &[
+            "pg_seqgen.control",
+            &format!("pg_seqgen--{NEW}.sql"),
+            "pg_seqgen--0.1.0--0.2.0.sql",
+            "pg_seqgen--0.2.0--0.3.0.sql",
+        ],
+    );
+    run(&format!("cp {old}{ext}/pg_seqgen--{from}.sql {TREE}{ext}/", ext = ext()));
     c.start();
     // until the update, calls are refused with a clear error
     let err = c.connect().query_one("SELECT seqgen_next('seg')", &[]).unwrap_err();
@@ -149,18 +184,29 @@ fn upgrade_from_0_1_0_repeats_nothing() {
     c.sql("ALTER EXTENSION pg_seqgen UPDATE");
     let version: String =
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
-    assert_eq!(version, "0.2.0");
+    assert_eq!(version, NEW);
     let after = draw(&c);
-    // what 0.2.0 added works on the upgraded catalog
-    let n = c.one_i64("SELECT count(DISTINCT seqgen_uuidv7()) FROM generate_series(1, 1000)");
-    assert_eq!(n, 1000, "seqgen_uuidv7() after the upgrade");
+    // UUIDv7s (new in 0.2.0) after the upgrade: distinct, and above those drawn before it
+    let uuids_after = uuids(&c);
+    let mut all_uuids: Vec<&String> = uuids_before.iter().chain(&uuids_after).collect();
+    let n = all_uuids.len();
+    all_uuids.sort();
+    all_uuids.dedup();
+    assert_eq!(all_uuids.len(), n, "seqgen_uuidv7() repeated a value across the upgrade from {from}");
+    assert!(uuids_after.iter().min() > uuids_before.iter().max(), "UUIDv7s after the upgrade sort below earlier ones");
+    // what 0.3.0 added works on the upgraded catalog
+    let dbs = c.one_i64("SELECT count(*) FROM seqgen_allocators() WHERE database = 'postgres' AND running");
+    assert_eq!(dbs, 1, "seqgen_allocators() after the upgrade");
     // back to the daily template after the upgrade: the day continues above 0.1.0's numbers
     let mut cl = c.connect();
     cl.batch_execute("SELECT seqgen_set_template('sw', 'W{yyyy}{MM}{dd}-{seq:6}')").unwrap();
     switched.extend(texts(&mut cl, "SELECT seqgen_order_no('sw') FROM generate_series(1, 100)"));
     cl.batch_execute("SELECT seqgen_set_template('sw', 'W{yyyy}{MM}-{seq:6}')").unwrap();
     switched.extend(texts(&mut cl, "SELECT seqgen_order_no('sw') FROM generate_series(1, 100)"));
-    assert_unique_numbers("upgrade 0.1.0 -> 0.2.0, a template switched day/month across the upgrade", &switched);
+    assert_unique_numbers(
+        &format!("upgrade {from} -> {NEW}, a template switched day/month across the upgrade"),
+        &switched,
+    );
 
     for (what, a, b) in
         [("segment", &before.0, &after.0), ("opaque", &before.1, &after.1), ("snowflake", &before.2, &after.2)]
@@ -168,11 +214,11 @@ fn upgrade_from_0_1_0_repeats_nothing() {
         let mut l = Ledger::default();
         l.add(a.iter().copied());
         l.add(b.iter().copied());
-        l.assert_unique(&format!("upgrade 0.1.0 -> 0.2.0, {what} IDs"));
+        l.assert_unique(&format!("upgrade {from} -> {NEW}, {what} IDs"));
         assert!(b.iter().min() > a.iter().max() || what == "opaque", "{what}: new IDs below old ones");
     }
     let all: Vec<&String> = before.3.iter().chain(&after.3).collect();
-    assert_unique_numbers("upgrade 0.1.0 -> 0.2.0, order numbers", &all);
+    assert_unique_numbers(&format!("upgrade {from} -> {NEW}, order numbers"), &all);
 
     // the upgraded catalog is the one a fresh install creates
     let upgraded = catalog_shape(&mut c.connect());
@@ -187,4 +233,9 @@ fn upgrade_from_0_1_0_repeats_nothing() {
         only_upgraded.is_empty() && only_fresh.is_empty(),
         "the upgraded catalog differs from a fresh one:\nonly upgraded: {only_upgraded:#?}\nonly fresh: {only_fresh:#?}"
     );
+    drop(c);
+    drop(tree_lock);
 }
+
+/// The two upgrade tests share the private tree: one at a time.
+static TREE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
