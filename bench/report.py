@@ -123,6 +123,34 @@ for label, runs in [("this version", new), ("0.1.0", old)]:
     mean = sum(r[0] for r in runs) / 2
     print(f"| {label} | {runs[0][0]:,.0f}, {runs[1][0]:,.0f} | {mean:,.0f} | {mean / old_mean:.2f}x | "
           f"{runs[0][2]}, {runs[1][2]} |")
+print()
+print("**Several databases**: the same tag `b` in the database `postgres` and in two more databases with "
+      "the extension (each its own allocator), per row against each database's own floor, median of 5:")
+print()
+print("| database | `abs(g)` ns per row | `seqgen_next('b')` ns per row | ratio to the floor | `nextval('s')` ratio |")
+print("| --- | ---: | ---: | ---: | ---: |")
+dbrows = {}
+for line in open(os.path.join(out, "databases.tsv")):
+    db, q, ms = line.rstrip("\n").split("\t")
+    dbrows.setdefault(db, {})[q] = float(ms) * 1e6 / rows
+for db, qs in dbrows.items():
+    fl = next(v for k, v in qs.items() if "abs(g)" in k)
+    sn = next(v for k, v in qs.items() if "seqgen_next" in k)
+    nv = next(v for k, v in qs.items() if "nextval" in k)
+    print(f"| {db} | {fl:.0f} | {sn:.0f} | {sn / fl:.2f}x | {nv / fl:.2f}x |")
+print()
+print("**pgbench over three databases**: the same 8 clients spread 3 + 3 + 2 over `postgres`, `bench2` and "
+      "`bench3` (three pgbench processes at once), against 8 clients in one database:")
+print()
+print("| script | TPS, 8 clients in one database | TPS over three databases (sum) | per database | p99.9 (us, worst database) |")
+print("| --- | ---: | ---: | --- | ---: |")
+for label, one, spread in [("`SELECT nextval('s')`", "nextval", "spread_nextval"),
+                           ("`SELECT seqgen_next('b')`", "seqgen_next", "spread_seqgen_next"),
+                           ("`SELECT seqgen_snowflake()`", "snowflake", "spread_snowflake")]:
+    parts = [pgbench(f"{spread}_{db}") for db in ("postgres", "bench2", "bench3")]
+    total = sum(p[0] for p in parts)
+    print(f"| {label} | {pgbench(one)[0]:,.0f} | {total:,.0f} | "
+          f"{', '.join(f'{p[0]:,.0f}' for p in parts)} | {max(p[2] for p in parts)} |")
 waits = dict(line.strip().split("|") for line in open(os.path.join(out, "waits.tsv")) if "|" in line)
 print()
 print(f"Draws that waited for a segment: tag b {waits.get('b', '?')}, tag p {waits.get('p', '?')}.")

@@ -3,7 +3,7 @@
 # by side in the same run against PostgreSQL's own nextval, gen_random_uuid() and the per-row
 # floor abs(g).
 #
-#   bash bench/run.sh                 # full run (about 3 minutes)
+#   bash bench/run.sh                 # full run (about 5 minutes)
 #   BENCH_SECONDS=5 bash bench/run.sh # shorter pgbench runs
 #   PG_MAJOR=18 bash bench/run.sh     # on PostgreSQL 18 (adds its built-in uuidv7())
 #
@@ -37,9 +37,20 @@ psql_at "$OLD_DIR" "$OLD_PORT" -c "CREATE EXTENSION pg_seqgen" -c "SELECT seqgen
 mkdir -p "$OUT" && chown postgres "$OUT"
 
 psql_at "$DIR" "$PORT" -f "$BENCH_DIR/setup.sql" >/dev/null
+# a second and a third database with the extension and the same tags (own allocators)
+for db in bench2 bench3; do
+    psql_at "$DIR" "$PORT" -c "CREATE DATABASE $db" >/dev/null
+    PSQL_DB=$db psql_at "$DIR" "$PORT" -f "$BENCH_DIR/setup.sql" >/dev/null
+done
 
 say "single session, $ROWS rows per query, median of 5 interleaved rounds"
 psql_at "$DIR" "$PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/single.sql" > "$OUT/single.tsv"
+
+say "three databases: the floor, seqgen_next and nextval in each, median of 5"
+: > "$OUT/databases.tsv"
+for db in postgres bench2 bench3; do
+    PSQL_DB=$db psql_at "$DIR" "$PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/databases.sql" >> "$OUT/databases.tsv"
+done
 
 say "pgbench: 8 clients, 2 threads, prepared, ${SECONDS_EACH}s each"
 pgbench_run() {
@@ -52,6 +63,24 @@ pgbench_run() {
     grep -q "tps = " "$OUT/$name.out" || { cat "$OUT/$name.out"; exit 1; }
     echo "  $name: $(grep -o 'tps = [0-9.]*' "$OUT/$name.out")"
 }
+# the same 8 clients spread over three databases (3 + 3 + 2, one pgbench each, at once)
+pgbench_spread() {
+    local name=$1 sql=$2 pids=() spec db n
+    echo "$sql" > "$OUT/$name.sql"
+    for spec in postgres:3 bench2:3 bench3:2; do
+        db=${spec%%:*} n=${spec##*:}
+        rm -f "$OUT/log_${name}_$db".*
+        (cd "$OUT" && sudo -u postgres "$PG_BIN/pgbench" -h "$DIR" -p "$PORT" -n -c "$n" -j 1 -M prepared \
+            -T "$SECONDS_EACH" --log --log-prefix="$OUT/log_${name}_$db" -f "$OUT/$name.sql" "$db") \
+            > "$OUT/${name}_$db.out" 2>&1 &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    for db in postgres bench2 bench3; do
+        grep -q "tps = " "$OUT/${name}_$db.out" || { cat "$OUT/${name}_$db.out"; exit 1; }
+    done
+    echo "  $name over three databases: $(grep -ho 'tps = [0-9.]*' "$OUT/${name}"_*.out | tr '\n' ' ')"
+}
 set_adaptive() {
     psql_at "$DIR" "$PORT" -c "ALTER SYSTEM SET seqgen.adaptive_step = $1" -c "SELECT pg_reload_conf()" >/dev/null
 }
@@ -61,6 +90,9 @@ pgbench_run uuid "SELECT gen_random_uuid();"
 pgbench_run seqgen_next "SELECT seqgen_next('b');"
 pgbench_run snowflake "SELECT seqgen_snowflake();"
 pgbench_run seqgen_uuidv7 "SELECT seqgen_uuidv7();"
+pgbench_spread spread_nextval "SELECT nextval('s');"
+pgbench_spread spread_seqgen_next "SELECT seqgen_next('b');"
+pgbench_spread spread_snowflake "SELECT seqgen_snowflake();"
 if [ "$PG_MAJOR" -ge 18 ]; then
     pgbench_run uuidv7 "SELECT uuidv7();"
 fi
