@@ -52,7 +52,6 @@ unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
     unsafe { pg_sys::die(signo) };
 }
 
-
 /// A database of the start-up scan whose reservations are being read: the area claimed for
 /// it and the claim's epoch.
 struct Reading {

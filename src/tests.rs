@@ -357,7 +357,7 @@ mod tests {
     #[pg_test]
     fn stopped_worker_and_timeout() {
         autonomous("SELECT seqgen_create('t_stopped')");
-        let pid = one("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator'");
+        let pid = one("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator' AND datname = current_database()");
         Spi::run("SET LOCAL seqgen.allocation_timeout = 300").unwrap();
         // a hung worker (SIGSTOP): the call times out instead of hanging
         let signal = |sig: &str| {
@@ -368,7 +368,7 @@ mod tests {
         let code = sqlstate("SELECT seqgen_next('t_stopped')");
         signal("CONT");
         assert_eq!(code, Some(ERRCODE_LOCK_NOT_AVAILABLE));
-        // a terminated worker: "not running" until the postmaster restarts it (after 1 s)
+        // a terminated worker: "not running" until the launcher restarts it (after 1 s)
         Spi::run(&format!("SELECT pg_terminate_backend({pid})")).unwrap();
         let mut code = None;
         for _ in 0..100 {

@@ -432,7 +432,7 @@ impl Cluster {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let pid: Option<i32> = c
-                .query_one("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator'", &[])
+                .query_one("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator' AND datname = current_database()", &[])
                 .ok()
                 .map(|r| r.get(0));
             match pid {

@@ -565,7 +565,7 @@ fn a_cancelled_synchronous_commit_publishes_nothing() {
         // cancel the worker's wait: its commit is now local only
         let cancelled: bool = admin
             .query_one(
-                "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator'",
+                "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator' AND datname = current_database()",
                 &[],
             )
             .unwrap()
