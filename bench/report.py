@@ -142,14 +142,16 @@ print()
 print("**pgbench over three databases**: the same 8 clients spread 3 + 3 + 2 over `postgres`, `bench2` and "
       "`bench3` (three pgbench processes at once), against 8 clients in one database:")
 print()
-print("| script | TPS, 8 clients in one database | TPS over three databases (sum) | per database | p99.9 (us, worst database) |")
-print("| --- | ---: | ---: | --- | ---: |")
-for label, one, spread in [("`SELECT nextval('s')`", "nextval", "spread_nextval"),
+print("| script | TPS, 8 clients in one database | TPS over three databases (sum) | ratio to `SELECT 1` over three | per database | p99.9 (us, worst database) |")
+print("| --- | ---: | ---: | ---: | --- | ---: |")
+spread_base = sum(pgbench(f"spread_select1_{db}")[0] for db in ("postgres", "bench2", "bench3"))
+for label, one, spread in [("`SELECT 1`", "select1", "spread_select1"),
+                           ("`SELECT nextval('s')`", "nextval", "spread_nextval"),
                            ("`SELECT seqgen_next('b')`", "seqgen_next", "spread_seqgen_next"),
                            ("`SELECT seqgen_snowflake()`", "snowflake", "spread_snowflake")]:
     parts = [pgbench(f"{spread}_{db}") for db in ("postgres", "bench2", "bench3")]
     total = sum(p[0] for p in parts)
-    print(f"| {label} | {pgbench(one)[0]:,.0f} | {total:,.0f} | "
+    print(f"| {label} | {pgbench(one)[0]:,.0f} | {total:,.0f} | {total / spread_base:.2f}x | "
           f"{', '.join(f'{p[0]:,.0f}' for p in parts)} | {max(p[2] for p in parts)} |")
 waits = dict(line.strip().split("|") for line in open(os.path.join(out, "waits.tsv")) if "|" in line)
 print()
