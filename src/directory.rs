@@ -284,14 +284,14 @@ fn call_worker_retrying(h: &'static Header, tag: &str, fill: impl Fn(&Mailbox)) 
     }
 }
 
-/// The mailbox this backend has claimed, if any: (index, sequence). Given up when the
+/// The mailbox this backend has claimed, if any: (area, index, sequence). Given up when the
 /// backend exits, whatever way it exits.
-static CLAIMED: BackendLocal<Option<(usize, u64)>> = BackendLocal::new();
+static CLAIMED: BackendLocal<Option<(&'static Header, usize, u64)>> = BackendLocal::new();
 static EXIT_HOOKED: BackendLocal<bool> = BackendLocal::new();
 
 #[pg_guard]
 unsafe extern "C-unwind" fn give_up_on_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
-    if let (Some(h), Some((i, seq))) = (shmem::header(), CLAIMED.get().take()) {
+    if let Some((h, i, seq)) = CLAIMED.get().take() {
         give_up(&h.mailboxes[i], seq);
     }
 }
@@ -324,7 +324,7 @@ fn claim(h: &'static Header, tag: &str) -> Result<(&'static Mailbox, u64)> {
             let (seq, state) = mb.load();
             (state == shmem::MB_FREE && mb.transition(seq, shmem::MB_FREE, shmem::MB_FILLING)).then(|| {
                 mb.owner.store(me, Ordering::Release);
-                *CLAIMED.get() = Some((i, seq));
+                *CLAIMED.get() = Some((h, i, seq));
                 (mb, seq)
             })
         })
@@ -338,7 +338,15 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
     let timeout = guc::ALLOCATION_TIMEOUT.get();
     let (mb, seq) = claim(h, tag)?;
     mb.set_name(tag.as_bytes());
-    mb.epoch.store(h.epoch.load(Ordering::Acquire), Ordering::Relaxed);
+    // the area must still serve this database: a request posted to it after it was released
+    // (and maybe claimed for another database) is answered STALE by the worker
+    let epoch = h.epoch.load(Ordering::Acquire);
+    mb.epoch.store(epoch, Ordering::Relaxed);
+    if h.db.load(Ordering::Acquire) != unsafe { pg_sys::MyDatabaseId }.to_u32() {
+        give_up(mb, seq);
+        *CLAIMED.get() = None;
+        return Err(SeqgenError::CatalogMissing(current_database()));
+    }
     fill(mb);
     mb.result.store(code::INTERNAL, Ordering::Relaxed);
     mb.r_mode.store(0, Ordering::Relaxed);

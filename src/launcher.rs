@@ -2,18 +2,19 @@
 //! dynamic background worker, `worker.rs`) for every database with pg_seqgen installed.
 //!
 //! At start-up (and after a crash re-initialised shared memory) it lists every database that
-//! accepts connections and claims an area for each in turn (as many at once as
-//! `seqgen.max_databases` allows). The allocator started there reads the database's snowflake
-//! and UUIDv7 reservations, raises the server's generators above them, and either serves the
-//! database or, finding no extension, releases the area and exits. Once every database has
-//! been read, the launcher opens the clock-ordered generators (`clocks_open`): no reservation
-//! is extended before, so no snowflake or UUIDv7 is issued below one a database not yet read
-//! may hold.
+//! accepts connections and starts a reader for each, two at a time: a short-lived worker that
+//! connects, reads the database's snowflake and UUIDv7 reservations (if the extension is
+//! there), raises the server's generators above them, reports whether the extension is
+//! installed, and exits. An area is claimed for every database that has it. Once every
+//! database has been read, the launcher opens the clock-ordered generators (`clocks_open`):
+//! no reservation is extended before, so no snowflake or UUIDv7 is issued below one a database
+//! not yet read may hold. Reading needs no area, so more databases with the extension than
+//! `seqgen.max_databases` (copied from a template that has it) delay nothing.
 //!
-//! Afterwards it keeps one allocator running for every claimed area: areas claimed by
-//! `CREATE EXTENSION` (at its commit) or by a first call in a database the start-up scan has
-//! not reached, allocators that exited or crashed (restarted after a second), and none for an
-//! area held by a backend (a `DROP DATABASE` waiting for the allocator to leave). An area whose
+//! Afterwards it keeps one allocator running for every claimed area: areas claimed by the
+//! scan, by `CREATE EXTENSION` (at its commit) or by a first call in a database without one,
+//! allocators that exited or crashed (started again after a second), and none for an area
+//! held by a backend (a `DROP DATABASE` waiting for the allocator to leave). An area whose
 //! database no longer exists is released.
 
 use std::collections::HashMap;
@@ -52,11 +53,14 @@ unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
     unsafe { pg_sys::die(signo) };
 }
 
-/// A database of the start-up scan whose reservations are being read: the area claimed for
-/// it and the claim's epoch.
+/// How many readers run at once during the start-up scan.
+const READERS: usize = 2;
+
+/// A database of the start-up scan whose reservations are being read: its reader, and when it
+/// started.
 struct Reading {
-    area: usize,
-    epoch: u64,
+    handle: Option<DynamicBackgroundWorker>,
+    at: Instant,
 }
 
 /// An allocator this launcher started (or tried to): its handle, and when.
@@ -94,7 +98,7 @@ pub extern "C-unwind" fn pg_seqgen_launcher_main(_arg: pg_sys::Datum) {
     };
     let mut reading: HashMap<u32, Reading> = HashMap::new();
     let mut started: HashMap<usize, Started> = HashMap::new();
-    let mut warned_full = false;
+    let mut warned: Option<Instant> = None;
     loop {
         pgrx::check_for_interrupts!();
         if unsafe { pg_sys::ConfigReloadPending } != 0 {
@@ -103,39 +107,7 @@ pub extern "C-unwind" fn pg_seqgen_launcher_main(_arg: pg_sys::Datum) {
                 pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP);
             }
         }
-        // the start-up scan: claim areas for the databases still to read
-        while let Some(&db) = to_read.last() {
-            match shmem::claim_area(s, db, 0) {
-                Ok(h) => {
-                    reading.insert(db, Reading { area: h.index as usize, epoch: h.epoch.load(Ordering::Acquire) });
-                    to_read.pop();
-                }
-                Err(_) => break,
-            }
-        }
-        reading.retain(|_, r| {
-            let h = shmem::area(s, r.area);
-            // read: the allocator serves it, or released it (no extension, or dropped)
-            let done = h.epoch.load(Ordering::Acquire) != r.epoch
-                || (h.snowflake.loaded.load(Ordering::Acquire) != 0 && h.uuid.loaded.load(Ordering::Acquire) != 0);
-            !done
-        });
-        if s.clocks_open.load(Ordering::Acquire) == 0 {
-            if to_read.is_empty() && reading.is_empty() {
-                s.clocks_open.store(1, Ordering::Release);
-                log!("pg_seqgen launcher: every database's snowflake and UUIDv7 reservations are read");
-                for h in shmem::areas(s) {
-                    h.ring();
-                }
-            } else if reading.is_empty() && !warned_full {
-                warning!(
-                    "pg_seqgen launcher: {} databases still to read, and all {} areas (seqgen.max_databases) serve databases with pg_seqgen; snowflake and UUIDv7 IDs stay unavailable",
-                    to_read.len(),
-                    s.max_databases
-                );
-                warned_full = true;
-            }
-        }
+        scan(s, &mut to_read, &mut reading, &mut warned);
         supervise(s, &mut started);
         let busy = !reading.is_empty() || !to_read.is_empty();
         unsafe {
@@ -146,6 +118,54 @@ pub extern "C-unwind" fn pg_seqgen_launcher_main(_arg: pg_sys::Datum) {
                 pg_sys::PG_WAIT_EXTENSION,
             );
             pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+    }
+}
+
+/// The start-up scan: a reader per database (at most `READERS` at once) reads its
+/// reservations and reports whether the extension is installed; an area is claimed for each
+/// database that has it. A reader that ends without a report is started again a second later
+/// (its database, if it still exists). Once every database is read, the clocks open.
+fn scan(s: &'static Server, to_read: &mut Vec<u32>, reading: &mut HashMap<u32, Reading>, warned: &mut Option<Instant>) {
+    for (db, found) in shmem::take_reports(s) {
+        reading.remove(&db);
+        if found && shmem::claim_area(s, db, 0).is_err() {
+            warning!(
+                "pg_seqgen launcher: database {db} has pg_seqgen but every area (seqgen.max_databases = {}) is taken; it is not served",
+                s.max_databases
+            );
+        }
+    }
+    let gone: Vec<u32> = reading
+        .iter()
+        .filter(|(_, r)| r.at.elapsed() >= Duration::from_secs(1) && !r.handle.as_ref().is_some_and(still_running))
+        .map(|(db, _)| *db)
+        .collect();
+    if !gone.is_empty() {
+        let known: HashMap<u32, String> = databases().into_iter().collect();
+        for db in gone {
+            reading.remove(&db);
+            if known.contains_key(&db) {
+                to_read.insert(0, db); // read again, after the others
+                if warned.is_none_or(|w| w.elapsed() >= Duration::from_secs(10)) {
+                    warning!(
+                        "pg_seqgen launcher: the reservations of database \"{}\" could not be read yet; snowflake and UUIDv7 IDs wait for them (see the server log)",
+                        known[&db]
+                    );
+                    *warned = Some(Instant::now());
+                }
+            }
+        }
+    }
+    while reading.len() < READERS {
+        let Some(db) = to_read.pop() else { break };
+        reading.insert(db, Reading { handle: worker::start(db, true), at: Instant::now() });
+    }
+    if s.clocks_open.load(Ordering::Acquire) == 0 && to_read.is_empty() && reading.is_empty() {
+        s.clocks_open.store(1, Ordering::Release);
+        log!("pg_seqgen launcher: every database's snowflake and UUIDv7 reservations are read");
+        for h in shmem::areas(s) {
+            h.ring();
         }
     }
 }
@@ -178,7 +198,7 @@ fn supervise(s: &'static Server, started: &mut HashMap<usize, Started>) {
             started.remove(&i);
             continue;
         }
-        let handle = worker::start(db);
+        let handle = worker::start(db, false);
         if handle.is_none() && h.worker_status() != WorkerStatus::Stopped {
             // no free background worker slot: tried again in a second
             h.worker_status.store(WorkerStatus::Stopped as u32, Ordering::Release);

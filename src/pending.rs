@@ -29,30 +29,35 @@ pub enum Action {
     Retire(String),
     /// Retire every slot (the catalog was dropped).
     RetireAll,
-    /// An extension was created: if it is pg_seqgen, claim this database's area before the
-    /// commit (refusing the commit when none is free) and have its allocator started once
-    /// the commit is visible.
-    Attach,
+    /// An extension (this OID) was created: if it is pg_seqgen, claim this database's area
+    /// before the commit (refusing the commit when none is free) and have its allocator
+    /// started once the commit is visible.
+    Attach(pg_sys::Oid),
 }
 
 #[derive(Default)]
 struct Queue {
     registered: bool,
     actions: Vec<Action>,
-    /// The area this transaction claimed at pre-commit, held until the commit ends.
-    holding: Option<&'static crate::shmem::Header>,
+    /// The areas this transaction holds until it ends (claimed for `CREATE EXTENSION`, or
+    /// held by a command that needs a database to itself).
+    holding: Vec<&'static crate::shmem::Header>,
 }
 
 static QUEUE: BackendLocal<Queue> = BackendLocal::new();
 
 /// Queue `action` for the commit (or prepare) of the current transaction.
 pub fn at_commit(action: Action) {
+    register();
+    QUEUE.get().actions.push(action);
+}
+
+fn register() {
     let mut q = QUEUE.get();
     if !q.registered {
         unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
         q.registered = true;
     }
-    q.actions.push(action);
 }
 
 #[pg_guard]
@@ -60,11 +65,11 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
     use pg_sys::XactEvent::*;
     match event {
         XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => {
-            let attach = QUEUE.get().actions.iter().any(|a| matches!(a, Action::Attach));
-            if attach && unsafe { pg_sys::get_extension_oid(c"pg_seqgen".as_ptr(), true) } != pg_sys::InvalidOid {
+            if creating_extension() {
                 // may raise "too many databases": the transaction (CREATE EXTENSION) aborts
-                let h = claim_for_commit().unwrap_or_else(|e| e.raise());
-                QUEUE.get().holding = h;
+                if let Some(h) = claim_for_commit().unwrap_or_else(|e| e.raise()) {
+                    hold_until_commit(h);
+                }
             }
         }
         XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
@@ -73,7 +78,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
                 match a {
                     Action::Retire(name) => crate::directory::retire(name.as_bytes()),
                     Action::RetireAll => crate::directory::retire_all(),
-                    Action::Attach => {}
+                    Action::Attach(_) => {}
                 }
             }
             release_hold();
@@ -86,14 +91,25 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
     }
 }
 
-/// Is this transaction creating the extension (its commit will claim the area)?
+/// Is this transaction creating pg_seqgen (its commit will claim the area)? Other
+/// extensions created meanwhile do not count.
 pub fn creating_extension() -> bool {
-    QUEUE.get().actions.iter().any(|a| matches!(a, Action::Attach))
+    let created: Vec<pg_sys::Oid> =
+        QUEUE.get().actions.iter().filter_map(|a| if let Action::Attach(o) = a { Some(*o) } else { None }).collect();
+    if created.is_empty() {
+        return false;
+    }
+    let ours = unsafe { pg_sys::get_extension_oid(c"pg_seqgen".as_ptr(), true) };
+    ours != pg_sys::InvalidOid && created.contains(&ours)
 }
 
-/// Keep area `h` (claimed with this backend's pid as hold) held until the commit ends.
+/// Keep area `h` (held with this backend's pid) held until the transaction ends.
 pub fn hold_until_commit(h: &'static crate::shmem::Header) {
-    QUEUE.get().holding = Some(h);
+    register();
+    let mut q = QUEUE.get();
+    if !q.holding.iter().any(|x| std::ptr::eq(*x, h)) {
+        q.holding.push(h);
+    }
 }
 
 /// Claim this database's area, held (its worker not started) until the commit ends.
@@ -109,9 +125,15 @@ fn claim_for_commit() -> crate::error::Result<Option<&'static crate::shmem::Head
 /// The commit is over (committed or not): the launcher may start the area's worker, which
 /// finds the extension, or releases the area if it does not.
 fn release_hold() {
-    let Some(h) = QUEUE.get().holding.take() else { return };
+    let held = std::mem::take(&mut QUEUE.get().holding);
+    if held.is_empty() {
+        return;
+    }
     let me = unsafe { pg_sys::MyProcPid };
-    let _ = h.hold.compare_exchange(me, 0, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed);
+    for h in held {
+        let _ =
+            h.hold.compare_exchange(me, 0, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed);
+    }
     if let Some(s) = crate::shmem::server() {
         s.ring_launcher();
     }
@@ -140,7 +162,7 @@ unsafe extern "C-unwind" fn object_access(
             prev(access, class_id, object_id, sub_id, arg);
         }
         if access == pg_sys::ObjectAccessType::OAT_POST_CREATE && class_id == pg_sys::ExtensionRelationId {
-            at_commit(Action::Attach);
+            at_commit(Action::Attach(object_id));
         }
         if access == pg_sys::ObjectAccessType::OAT_DROP
             && class_id == pg_sys::RelationRelationId

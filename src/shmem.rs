@@ -76,6 +76,42 @@ pub struct Server {
     pub clocks_open: AtomicU32,
     pub snowflake: ClockShared,
     pub uuid: ClockShared,
+    /// Readers' reports to the launcher: a database's reservations are read (`db`, and
+    /// whether the extension is installed there). `db` 0: free; `u32::MAX`: being written.
+    pub reports: [Report; REPORTS],
+}
+
+pub const REPORTS: usize = 32;
+
+#[repr(C)]
+pub struct Report {
+    pub db: AtomicU32,
+    pub found: AtomicU32,
+}
+
+/// A reader's report (see [`Server::reports`]); false when every cell is taken.
+pub fn report_read(s: &Server, db: u32, found: bool) -> bool {
+    for r in &s.reports {
+        if r.db.compare_exchange(0, u32::MAX, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            r.found.store(found as u32, Ordering::Release);
+            r.db.store(db, Ordering::Release);
+            return true;
+        }
+    }
+    false
+}
+
+/// The launcher takes the reports: (database, extension installed).
+pub fn take_reports(s: &Server) -> Vec<(u32, bool)> {
+    let mut out = vec![];
+    for r in &s.reports {
+        let db = r.db.load(Ordering::Acquire);
+        if db != 0 && db != u32::MAX {
+            out.push((db, r.found.load(Ordering::Acquire) != 0));
+            r.db.store(0, Ordering::Release);
+        }
+    }
+    out
 }
 
 /// One database's allocator: its worker, mailboxes and tags.
@@ -519,6 +555,7 @@ impl Mailbox {
 
 // SAFETY: every field is an atomic or is written under the protocol documented above.
 unsafe impl Sync for Server {}
+unsafe impl Sync for Report {}
 unsafe impl Sync for Header {}
 unsafe impl Sync for TagSlot {}
 unsafe impl Sync for Mailbox {}

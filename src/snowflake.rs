@@ -307,12 +307,18 @@ pub fn publish_reservation(h: &Header, kind: Kind, ts: i64) {
     area.refresh_at.store(ts - (guc::SNOWFLAKE_RESERVE.get() as i64 / 2).max(1), Ordering::Release);
 }
 
-/// Worker side, after reading this database's persisted high-water ID when it starts: every
-/// later ID of the server is above it. Never lowers the generator.
-pub fn resume(h: &Header, kind: Kind, high_water_id: i64) {
+/// Every later ID of the server's generator `kind` is above `high_water_id` (a reservation
+/// read from some database). Never lowers it.
+pub fn raise_server(kind: Kind, high_water_id: i64) {
     if let Ok(sf) = kind.shared() {
         sf.gen.raise_above(high_water_id, kind.layout());
     }
+}
+
+/// Worker side, after reading this database's persisted high-water ID when it starts: every
+/// later ID of the server is above it. Never lowers the generator.
+pub fn resume(h: &Header, kind: Kind, high_water_id: i64) {
+    raise_server(kind, high_water_id);
     let area = kind.area(h);
     area.refresh_at.store(i64::MIN, Ordering::Release);
     area.loaded.store(1, Ordering::Release);

@@ -4,9 +4,9 @@
 //! `ALTER DATABASE ... SET TABLESPACE` fail while another process is connected to the
 //! database, and an allocator stays connected to its database. A utility hook sees these
 //! commands and, before PostgreSQL checks for other sessions, holds the database's area (the
-//! launcher starts no allocator for it) and waits for its allocator to exit. When the command
-//! is over, whatever its outcome, the hold is lifted: the launcher restarts the allocator, or
-//! releases the area if the database is gone.
+//! launcher starts no allocator for it) and waits for its allocator to exit. When the
+//! command's transaction ends, whatever its outcome, the hold is lifted (`pending.rs`): the
+//! launcher restarts the allocator, or releases the area if the database is gone.
 
 use std::ffi::CStr;
 use std::sync::atomic::Ordering;
@@ -40,9 +40,19 @@ unsafe extern "C-unwind" fn process_utility(
     dest: *mut pg_sys::DestReceiver,
     qc: *mut pg_sys::QueryCompletion,
 ) {
-    let run = || unsafe {
+    if let Some(db) = unsafe { database_needed(pstmt) } {
+        // Held until the command's transaction ends (commit or abort: the hold is lifted by
+        // the transaction callback, also when an ERROR skips everything below); the allocator
+        // is stopped first, interruptibly.
+        if let Some(h) = hold_database(db) {
+            wait_for_allocator_exit(h, db);
+        }
+    }
+    unsafe {
         match PREV_PROCESS_UTILITY {
-            Some(prev) => prev(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
+            Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| {
+                prev(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc)
+            }),
             None => pg_sys::standard_ProcessUtility(
                 pstmt,
                 query_string,
@@ -53,19 +63,6 @@ unsafe extern "C-unwind" fn process_utility(
                 dest,
                 qc,
             ),
-        }
-    };
-    let area = unsafe { database_needed(pstmt) }.and_then(|db| Some((db, shmem::find_area(shmem::server()?, db)?)));
-    match area {
-        None => run(),
-        Some((db, h)) => {
-            hold(h);
-            PgTryBuilder::new(|| {
-                wait_for_allocator_exit(h, db);
-                run()
-            })
-            .finally(|| unhold(h))
-            .execute()
         }
     }
 }
@@ -80,8 +77,11 @@ unsafe fn database_needed(pstmt: *mut pg_sys::PlannedStmt) -> Option<u32> {
         let name: *const std::ffi::c_char = match (*node).type_ {
             pg_sys::NodeTag::T_DropdbStmt => (*(node as *mut pg_sys::DropdbStmt)).dbname,
             pg_sys::NodeTag::T_CreatedbStmt => {
-                option(node_options((*(node as *mut pg_sys::CreatedbStmt)).options), c"template")
-                    .unwrap_or(c"template1".as_ptr())
+                // no TEMPLATE, or TEMPLATE DEFAULT (no argument): template1
+                match option(node_options((*(node as *mut pg_sys::CreatedbStmt)).options), c"template") {
+                    Some(p) if !p.is_null() => p,
+                    _ => c"template1".as_ptr(),
+                }
             }
             pg_sys::NodeTag::T_RenameStmt => {
                 let r = node as *mut pg_sys::RenameStmt;
@@ -127,9 +127,13 @@ unsafe fn option(options: Vec<*mut pg_sys::DefElem>, name: &CStr) -> Option<*con
     }
 }
 
-/// Keep the launcher from starting an allocator for the area.
-fn hold(h: &'static Header) {
+/// Keep the launcher from starting an allocator for database `db` (if it has an area) until
+/// this transaction ends.
+fn hold_database(db: u32) -> Option<&'static Header> {
+    let h = shmem::find_area(shmem::server()?, db)?;
     h.hold.store(unsafe { pg_sys::MyProcPid }, Ordering::Release);
+    crate::pending::hold_until_commit(h);
+    Some(h)
 }
 
 /// Stop the allocator of database `db` and wait, up to 10 seconds, for it to exit.
@@ -147,13 +151,5 @@ fn wait_for_allocator_exit(h: &'static Header, db: u32) {
         }
         unsafe { pg_sys::pg_usleep(10_000) };
         pgrx::check_for_interrupts!();
-    }
-}
-
-fn unhold(h: &'static Header) {
-    let me = unsafe { pg_sys::MyProcPid };
-    let _ = h.hold.compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed);
-    if let Some(s) = shmem::server() {
-        s.ring_launcher();
     }
 }

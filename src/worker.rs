@@ -44,16 +44,22 @@ use crate::shmem::{self, Header, Ident, Mailbox, TagSlot, WorkerStatus};
 use crate::snowflake::{self, Kind, SnowflakeJob};
 
 /// Start the allocator of database `db` (from the launcher): a dynamic background worker
-/// that the launcher, not the postmaster, restarts.
-pub fn start(db: u32) -> Option<pgrx::bgworkers::DynamicBackgroundWorker> {
-    BackgroundWorkerBuilder::new(&format!("pg_seqgen allocator for database {db}"))
-        .set_type("pg_seqgen allocator")
+/// that the launcher, not the postmaster, restarts. `reader`: only read the database's
+/// reservations at start-up and report to the launcher (see `launcher.rs`).
+pub fn start(db: u32, reader: bool) -> Option<pgrx::bgworkers::DynamicBackgroundWorker> {
+    let (name, kind) = if reader {
+        (format!("pg_seqgen reader for database {db}"), "pg_seqgen reader")
+    } else {
+        (format!("pg_seqgen allocator for database {db}"), "pg_seqgen allocator")
+    };
+    BackgroundWorkerBuilder::new(&name)
+        .set_type(kind)
         .set_function("pg_seqgen_worker_main")
         .set_library("pg_seqgen")
         .enable_spi_access()
         .set_start_time(pgrx::bgworkers::BgWorkerStartTime::RecoveryFinished)
         .set_restart_time(None)
-        .set_argument(Some(pg_sys::Datum::from(db)))
+        .set_argument(Some(pg_sys::Datum::from(db as u64 | (reader as u64) << 32)))
         .set_notify_pid(unsafe { pg_sys::MyProcPid })
         .load_dynamic()
         .ok()
@@ -110,8 +116,10 @@ unsafe extern "C-unwind" fn on_exit(_code: i32, _arg: pg_sys::Datum) {
 }
 
 /// Is `pid` a live process of this server?
+/// (A background worker is in the process array only once it has connected: before, only
+/// the process itself tells.)
 pub fn alive(pid: i32) -> bool {
-    pid != 0 && !unsafe { pg_sys::BackendPidGetProc(pid) }.is_null()
+    pid != 0 && (!unsafe { pg_sys::BackendPidGetProc(pid) }.is_null() || unsafe { libc::kill(pid, 0) } == 0)
 }
 
 /// Why the worker's start-up check ended it.
@@ -125,21 +133,40 @@ enum Probe {
 
 /// In a transaction: is the extension installed here? If so, read the persisted snowflake
 /// and UUIDv7 reservations (whatever the catalog's version: a database not yet updated
-/// still holds IDs) and raise the server's generators above them.
-fn probe(h: &'static Header) -> Result<Probe, JobError> {
+/// still holds IDs) and raise the server's generators above them (`raised`: what to do with
+/// each).
+fn probe(raised: impl Fn(Kind, i64)) -> Result<Probe, JobError> {
     in_transaction(std::panic::AssertUnwindSafe(|| {
         in_subtransaction(|c| {
             if catalog::extension_version(c)?.is_none() {
                 return Ok(Probe::Absent);
             }
             for kind in Kind::ALL {
-                let id = catalog::reservation_read_any(c, kind.table())?;
-                snowflake::resume(h, kind, id);
+                raised(kind, catalog::reservation_read_any(c, kind.table())?);
             }
             Ok(Probe::Serving(crate::directory::current_database()))
         })
     }))
     .and_then(|r| r)
+}
+
+/// A reader: read the database's reservations, raise the server's generators above them,
+/// report to the launcher whether the extension is installed, exit.
+fn read_and_report(s: &'static shmem::Server, db: u32) {
+    let found = match probe(|kind, id| snowflake::raise_server(kind, id)) {
+        Ok(Probe::Serving(_)) => true,
+        Ok(Probe::Absent) => false,
+        Err(e) => {
+            warning!("pg_seqgen reader for database {db}: reading the reservations failed: {}", e.msg);
+            return; // no report: the launcher tries again
+        }
+    };
+    while !shmem::report_read(s, db, found) {
+        // every report cell is taken: the launcher drains them every 50 ms
+        unsafe { pg_sys::pg_usleep(10_000) };
+        pgrx::check_for_interrupts!();
+    }
+    s.ring_launcher();
 }
 
 #[pg_guard]
@@ -151,11 +178,18 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
         set_signal(pg_sys::SIGINT, on_sigint);
         pg_sys::BackgroundWorkerUnblockSignals();
     }
-    let db = arg.value() as u32;
+    let db = (arg.value() & 0xffff_ffff) as u32;
+    let reader = arg.value() >> 32 & 1 == 1;
     let Some(s) = shmem::server() else {
         log!("pg_seqgen allocator: shared memory is not initialised; exiting");
         return;
     };
+    if reader {
+        BackgroundWorker::connect_worker_to_spi_by_oid(Some(pg_sys::Oid::from(db)), None);
+        unsafe { set_option(c"search_path", c"pg_catalog, pg_temp") };
+        read_and_report(s, db);
+        return;
+    }
     // the area must be claimed for this database, and nobody may hold it (a DROP DATABASE
     // waits for this worker to leave)
     let held = |h: &Header| alive(h.hold.load(Ordering::Acquire));
@@ -171,8 +205,8 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
     SERVING.store(h as *const Header as *mut Header, Ordering::Release);
     unsafe { pg_sys::before_shmem_exit(Some(on_exit), pg_sys::Datum::from(0)) };
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(pg_sys::Oid::from(db)), None);
-    if held(h) || h.epoch.load(Ordering::Acquire) != epoch {
-        return;
+    if held(h) || h.epoch.load(Ordering::Acquire) != epoch || h.worker_pid.load(Ordering::Acquire) != me {
+        return; // held, released, or taken over while this process connected
     }
     unsafe {
         // Durable before use: the worker's commits always wait for the WAL flush (and for a
@@ -185,11 +219,15 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
         set_option(c"statement_timeout", c"0");
         apply_lock_timeout();
     }
-    let name = match probe(h) {
+    let resume = |kind, id| snowflake::resume(h, kind, id);
+    let name = match probe(resume) {
         Ok(Probe::Serving(name)) => name,
         Ok(Probe::Absent) => {
-            // no allocator where the extension is not installed
-            shmem::release_area(h, epoch, true);
+            // No allocator where the extension is not installed. Looked at again with a new
+            // snapshot first: a CREATE EXTENSION may have committed since the first look.
+            if matches!(probe(resume), Ok(Probe::Absent)) {
+                shmem::release_area(h, epoch, true);
+            }
             return;
         }
         Err(e) => {

@@ -219,6 +219,23 @@ fn drop_database_without_force_while_others_draw() {
         l.add(d.seg.iter().copied());
         l.assert_unique(&format!("{db}: segment IDs while another database was dropped"));
     }
+    // a DROP DATABASE that fails (a session is connected): the allocator comes back
+    let pid_before: i32 = a.query_one("SELECT pid FROM seqgen_worker_status()", &[]).unwrap().get(0);
+    let err = c.connect().batch_execute("DROP DATABASE keep_a").unwrap_err();
+    println!("DROP DATABASE of a database in use: {err} ({:?})", sqlstate(&err));
+    assert_eq!(sqlstate(&err).as_deref(), Some("55006"));
+    let back = recovery_time(Duration::from_secs(10), || {
+        a.query_one("SELECT pid FROM seqgen_worker_status() WHERE running", &[])
+            .ok()
+            .is_some_and(|r| r.get::<_, i32>(0) != pid_before)
+    });
+    println!(
+        "allocator of the database that was not dropped running again {} ms after the failed DROP",
+        back.as_millis()
+    );
+    let v: Vec<i64> =
+        a.query("SELECT seqgen_next_batch('order', 100000)", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(v.len(), 100_000);
     // a database of the same name created again starts from scratch
     c.sql("CREATE DATABASE gone_c");
     let mut cl = c.connect_db("gone_c");
@@ -227,9 +244,11 @@ fn drop_database_without_force_while_others_draw() {
     assert_eq!(v, 1);
 }
 
-/// A database without the extension gets no allocator (the launcher's start-up check leaves
-/// it); `DROP EXTENSION` stops a database's allocator; beyond `seqgen.max_databases`,
-/// `CREATE EXTENSION` fails with 53400 and leaves nothing behind.
+/// A database without the extension gets no allocator (the start-up readers leave it);
+/// `CREATE DATABASE ... TEMPLATE` of a database with an allocator works; more databases with
+/// the extension than `seqgen.max_databases` (a template copy) keep nothing closed at
+/// start-up; `CREATE EXTENSION` beyond the bound fails with 53400 and leaves nothing behind;
+/// `DROP EXTENSION` stops a database's allocator and frees its area.
 #[test]
 fn allocators_only_where_the_extension_is() {
     let c = Cluster::init("dbs_where", 56803, &["seqgen.max_databases = 2", "max_worker_processes = 16"]);
@@ -238,11 +257,15 @@ fn allocators_only_where_the_extension_is() {
         c.sql(&format!("CREATE DATABASE {db}"));
     }
     c.connect_db("with_ext").batch_execute(SETUP).unwrap();
-    // restart: the launcher checks every database at start-up
+    serving(&c, "with_ext", Duration::from_secs(10));
+    // a copy of a database whose allocator is connected to it
+    let (took, r) = timed(|| c.connect().batch_execute("CREATE DATABASE tcopy TEMPLATE with_ext"));
+    println!("CREATE DATABASE ... TEMPLATE of a database with an allocator: {r:?} in {} ms", took.as_millis());
+    r.unwrap();
+    c.sql(SETUP); // postgres: three databases with the extension now, two areas
+                  // restart: the readers check every database
     c.stop("fast");
     c.start();
-    let mut cl = c.connect_db("with_ext");
-    cl.query_one("SELECT seqgen_snowflake()", &[]).unwrap();
     let allocators = |c: &Cluster| -> Vec<String> {
         c.connect()
             .query(
@@ -254,31 +277,41 @@ fn allocators_only_where_the_extension_is() {
             .map(|r| r.get(0))
             .collect()
     };
-    recovery_time(Duration::from_secs(10), || allocators(&c) == ["with_ext"]);
+    recovery_time(Duration::from_secs(10), || allocators(&c).len() == 2);
+    let served = allocators(&c);
+    println!("allocators after start-up (two areas, three databases with pg_seqgen): {served:?}");
+    assert!(served.iter().all(|d| ["with_ext", "tcopy", "postgres"].contains(&d.as_str())), "{served:?}");
+    // the clocks are open although one database with the extension has no area
+    let mut cl = c.connect_db(&served[0]);
+    let sf: i64 = cl.query_one("SELECT seqgen_snowflake()", &[]).unwrap().get(0);
+    assert!(sf > 0);
     let listed: Vec<String> =
         cl.query("SELECT database FROM seqgen_allocators()", &[]).unwrap().iter().map(|r| r.get(0)).collect();
-    println!("allocators after start-up: {:?}; seqgen_allocators(): {listed:?}", allocators(&c));
-    assert_eq!(listed, ["with_ext"]);
+    assert_eq!(listed, served);
+    let unserved = ["with_ext", "tcopy", "postgres"].into_iter().find(|d| !served.iter().any(|s| s == d)).unwrap();
+    let err = c.connect_db(unserved).query_one("SELECT seqgen_next('order')", &[]).unwrap_err();
+    println!("a first call in a third database with pg_seqgen, no area free: {err}");
+    assert_eq!(sqlstate(&err).as_deref(), Some("53400"));
     assert_eq!(
         c.one_i64("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_seqgen launcher'"),
         1,
         "one launcher"
     );
-    // the bound: with_ext and postgres fill seqgen.max_databases = 2
-    c.sql(SETUP);
+    // the bound: CREATE EXTENSION fails and leaves nothing behind
     let err = c.connect_db("third").batch_execute(SETUP).unwrap_err();
     println!("CREATE EXTENSION beyond seqgen.max_databases: {err}");
     assert_eq!(sqlstate(&err).as_deref(), Some("53400"));
     let left = c.connect_db("third").query_one("SELECT count(*) FROM pg_extension WHERE extname = 'pg_seqgen'", &[]);
     assert_eq!(left.unwrap().get::<_, i64>(0), 0, "the failed CREATE EXTENSION left the extension behind");
     // DROP EXTENSION stops the allocator and frees its area for another database
-    c.sql("DROP EXTENSION pg_seqgen");
-    let stopped = recovery_time(Duration::from_secs(10), || !allocators(&c).contains(&"postgres".to_string()));
+    c.connect_db(&served[0]).batch_execute("DROP EXTENSION pg_seqgen").unwrap();
+    let stopped = recovery_time(Duration::from_secs(10), || !allocators(&c).contains(&served[0]));
     println!("allocator gone {} ms after DROP EXTENSION", stopped.as_millis());
     let mut third = c.connect_db("third");
     third.batch_execute(SETUP).unwrap();
     let v: i64 = third.query_one("SELECT seqgen_next('order')", &[]).unwrap().get(0);
     assert_eq!(v, 1);
+    assert!(!allocators(&c).contains(&"without_ext".to_string()));
 }
 
 /// Database `b` issues snowflakes after database `a` last did; the server restarts with its
