@@ -64,12 +64,10 @@ fn register() {
 unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
     use pg_sys::XactEvent::*;
     match event {
-        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => {
-            if creating_extension() {
-                // may raise "too many databases": the transaction (CREATE EXTENSION) aborts
-                if let Some(h) = claim_for_commit().unwrap_or_else(|e| e.raise()) {
-                    hold_until_commit(h);
-                }
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE if creating_extension() => {
+            // may raise "too many databases": the transaction (CREATE EXTENSION) aborts
+            if let Some(h) = claim_for_commit().unwrap_or_else(|e| e.raise()) {
+                hold_until_commit(h);
             }
         }
         XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {

@@ -153,7 +153,7 @@ fn probe(raised: impl Fn(Kind, i64)) -> Result<Probe, JobError> {
 /// A reader: read the database's reservations, raise the server's generators above them,
 /// report to the launcher whether the extension is installed, exit.
 fn read_and_report(s: &'static shmem::Server, db: u32) {
-    let found = match probe(|kind, id| snowflake::raise_server(kind, id)) {
+    let found = match probe(snowflake::raise_server) {
         Ok(Probe::Serving(_)) => true,
         Ok(Probe::Absent) => false,
         Err(e) => {
