@@ -24,7 +24,10 @@ if [ ! -f "$out/.done" ]; then
     mkdir -p "$src"
     git -C "$ROOT" archive "$OLD_COMMIT" | tar -x -C "$src"
     say "building pg_seqgen $OLD_VERSION for PostgreSQL $PG_MAJOR from $OLD_COMMIT (release; several minutes)" >&2
-    (cd "$src" && CARGO_TARGET_DIR="$ROOT/target/old/target" cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >"$ROOT/target/old/build-$OLD_VERSION-pg$PG_MAJOR.log" 2>&1) || {
+    # a target directory per version: cargo identifies the path dependency seqgen-core by its
+    # path relative to the workspace ("core"), so two versions sharing one would reuse each
+    # other's seqgen-core
+    (cd "$src" && CARGO_TARGET_DIR="$ROOT/target/old/target-$OLD_VERSION" cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >"$ROOT/target/old/build-$OLD_VERSION-pg$PG_MAJOR.log" 2>&1) || {
         tail -30 "$ROOT/target/old/build-$OLD_VERSION-pg$PG_MAJOR.log"
         exit 1
     }
