@@ -26,3 +26,18 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_allocators_wrapper';
 
 REVOKE ALL ON FUNCTION @extschema@.seqgen_allocators() FROM PUBLIC;
+
+-- A reservation written by anyone but the allocator counts at once (0.2.0: within a second).
+CREATE FUNCTION @extschema@.seqgen_reservation_written() RETURNS trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_reservation_written_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_reservation_written() FROM PUBLIC;
+
+-- A reservation written by anyone but the allocator (pg_restore, an administrator after a
+-- failover) raises the server's generator above it at once, in the writing statement.
+CREATE TRIGGER snowflake_written AFTER INSERT OR UPDATE ON seqgen.snowflake
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_reservation_written('snowflake');
+CREATE TRIGGER uuidv7_written AFTER INSERT OR UPDATE ON seqgen.uuidv7
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_reservation_written('uuidv7');
+ALTER TABLE seqgen.snowflake ENABLE ALWAYS TRIGGER snowflake_written;
+ALTER TABLE seqgen.uuidv7 ENABLE ALWAYS TRIGGER uuidv7_written;

@@ -10,3 +10,12 @@ CREATE TRIGGER template_changed AFTER INSERT OR DELETE OR UPDATE OF template, ti
 -- worker too: a deletion applied there must retire the tag's cached segments as well.
 ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_deleted;
 ALTER TABLE seqgen.template ENABLE ALWAYS TRIGGER template_changed;
+
+-- A reservation written by anyone but the allocator (pg_restore, an administrator after a
+-- failover) raises the server's generator above it at once, in the writing statement.
+CREATE TRIGGER snowflake_written AFTER INSERT OR UPDATE ON seqgen.snowflake
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_reservation_written('snowflake');
+CREATE TRIGGER uuidv7_written AFTER INSERT OR UPDATE ON seqgen.uuidv7
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_reservation_written('uuidv7');
+ALTER TABLE seqgen.snowflake ENABLE ALWAYS TRIGGER snowflake_written;
+ALTER TABLE seqgen.uuidv7 ENABLE ALWAYS TRIGGER uuidv7_written;

@@ -35,7 +35,8 @@ extension_sql_file!("../sql/catalog.sql", name = "catalog", bootstrap);
 extension_sql_file!(
     "../sql/triggers.sql",
     name = "triggers",
-    requires = [triggers::seqgen_alloc_deleted, triggers::seqgen_template_changed]
+    requires =
+        [triggers::seqgen_alloc_deleted, triggers::seqgen_template_changed, triggers::seqgen_reservation_written]
 );
 extension_sql_file!(
     "../sql/adopt.sql",

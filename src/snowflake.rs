@@ -282,10 +282,11 @@ pub fn worker_wants(h: &Header, kind: Kind, now_ms: i64, periodic: bool) -> Opti
 pub enum SnowflakeJob {
     /// Persist a reservation further ahead.
     Extend,
-    /// Read the persisted reservation again (once a second) and raise the generator above it:
-    /// a reservation that arrived by other means than this worker (restored by `pg_restore`
-    /// after the worker had loaded the empty table, or raised by hand after a failover)
-    /// counts within a second.
+    /// Read the persisted reservation again (once a second) and raise the generator above it.
+    /// A reservation written by other means than this worker (restored by `pg_restore` after
+    /// the worker had loaded the empty table, or raised by hand after a failover) counts at
+    /// once through the `reservation_written` trigger; this re-read covers the cases where the
+    /// trigger did not fire (`pg_restore --disable-triggers`).
     Refresh,
 }
 
@@ -322,6 +323,15 @@ pub fn resume(h: &Header, kind: Kind, high_water_id: i64) {
     let area = kind.area(h);
     area.refresh_at.store(i64::MIN, Ordering::Release);
     area.loaded.store(1, Ordering::Release);
+}
+
+/// A reservation was written by someone other than this database's allocator (`h`: this
+/// database's area, if one is claimed): every later ID is at or above it.
+pub fn persisted_elsewhere(h: Option<&Header>, kind: Kind, persisted_id: i64) {
+    match h {
+        Some(h) => refresh(h, kind, persisted_id),
+        None => raise_server(kind, persisted_id - 1),
+    }
 }
 
 /// Worker side, after re-reading the persisted reservation: every later ID is at or above it.

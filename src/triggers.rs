@@ -1,10 +1,14 @@
-//! Triggers on the catalog that keep shared memory in step with it. Both are `ENABLE ALWAYS`
+//! Triggers on the catalog that keep shared memory in step with it. All are `ENABLE ALWAYS`
 //! (see `sql/triggers.sql`), so they also fire under `session_replication_role = replica` and
 //! in logical replication's apply worker.
+
+use std::sync::atomic::Ordering;
 
 use pgrx::prelude::*;
 
 use crate::pending::{at_commit, Action};
+use crate::shmem;
+use crate::snowflake::{self, Kind};
 
 /// AFTER DELETE trigger on the catalog: when the deletion commits (or is prepared), retire
 /// the tag's slot so no cached segment of the deleted tag is handed out afterwards.
@@ -34,5 +38,31 @@ fn seqgen_template_changed<'a>(
             at_commit(Action::Retire(tag));
         }
     }
+    Ok(None)
+}
+
+/// AFTER INSERT OR UPDATE on a reservation table (`seqgen.snowflake`, `seqgen.uuidv7`; the
+/// trigger's argument names which): a reservation written by anyone but this database's
+/// allocator (`pg_restore` of a dump, an administrator raising it after a failover) raises
+/// the server's generator above it at once, in the writing statement, so no ID drawn after
+/// the statement is below it, whether or not the allocator has looked yet. Raising early is
+/// safe if the transaction then aborts: it only skips IDs.
+#[pg_trigger]
+fn seqgen_reservation_written<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> std::result::Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgHeapTupleError> {
+    let kind = match trigger.extra_args().ok().as_deref() {
+        Some([k]) if k == "snowflake" => Kind::Snowflake,
+        Some([k]) if k == "uuidv7" => Kind::Uuid,
+        _ => return Ok(None),
+    };
+    let Some(row) = trigger.new() else { return Ok(None) };
+    let Ok(Some(id)) = row.get_by_name::<i64>("reserved_id") else { return Ok(None) };
+    let h = shmem::header();
+    // the allocator's own writes are reservations it has not published yet
+    if h.is_some_and(|h| h.worker_pid.load(Ordering::Acquire) == unsafe { pg_sys::MyProcPid }) {
+        return Ok(None);
+    }
+    snowflake::persisted_elsewhere(h, kind, id);
     Ok(None)
 }

@@ -240,8 +240,10 @@ fn crash_loop_reissues_nothing() {
 
 /// pg_dump of a database that issued IDs with every generator (plain, opaque and interleaved
 /// segment tags, snowflakes, plain and opaque order numbers), restored into a fresh cluster
-/// whose clock runs 1.5 s behind: the restored database continues above (or, for opaque
-/// values, apart from) every value issued before the dump.
+/// whose clock runs 10 s behind (borrowing allowed, so snowflakes are issued rather than
+/// refused): the restored database continues above (or, for opaque values, apart from) every
+/// value issued before the dump, from the first call after `pg_restore` returns. Then a
+/// reservation raised by hand counts from the next call.
 #[test]
 fn dump_and_restore_continue_for_every_generator() {
     let a = Cluster::init("dr_source", 56531, &["seqgen.node_id = 1"]);
@@ -275,8 +277,9 @@ fn dump_and_restore_continue_for_every_generator() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     a.stop("fast");
 
-    let b = Cluster::init("dr_target", 56532, &["seqgen.node_id = 1"]).with_clock_shift();
-    b.set_clock_offset_ms(-1500);
+    let b = Cluster::init("dr_target", 56532, &["seqgen.node_id = 1", "seqgen.snowflake_max_borrow = 60000"])
+        .with_clock_shift();
+    b.set_clock_offset_ms(-10_000);
     b.start();
     let out = as_postgres(
         &format!("{}/pg_restore", pg_bin()),
@@ -287,8 +290,22 @@ fn dump_and_restore_continue_for_every_generator() {
     assert!(after.seg.iter().min() > before.seg.iter().max(), "segment IDs went back after the restore");
     assert!(
         after.sf.iter().min() > before.sf.iter().max(),
-        "snowflakes went back after the restore (clock 1.5 s behind)"
+        "snowflakes went back after the restore (clock 10 s behind)"
     );
+    // raised by hand (as after an asynchronous failover): the next call is above it
+    let mut cl = b.connect();
+    let raised: i64 = cl
+        .query_one(
+            "UPDATE seqgen.snowflake SET reserved_id = reserved_id
+                 + (seqgen_snowflake_at('2026-01-01 00:00:02+00') - seqgen_snowflake_at('2026-01-01 00:00:00+00'))
+             RETURNING reserved_id",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let next: i64 = cl.query_one("SELECT seqgen_snowflake()", &[]).unwrap().get(0);
+    println!("reservation raised by hand to {raised}: the next snowflake is {next}");
+    assert!(next > raised, "a snowflake below a reservation raised by hand");
     assert!(i2.iter().min() > i.iter().max(), "interleaved IDs went back");
     before.extend(after);
     before.assert_unique("before the dump and after the restore");
