@@ -67,7 +67,10 @@ impl ReservationPlans {
                 .keep(),
             update: client
                 .prepare_mut(
-                    &format!("UPDATE {table} SET reserved_id = pg_catalog.int8larger(reserved_id, $1) WHERE singleton"),
+                    &format!(
+                        "UPDATE {table} SET reserved_id = pg_catalog.int8larger(reserved_id, $1) WHERE singleton \
+                         RETURNING reserved_id"
+                    ),
                     &[int8],
                 )?
                 .keep(),
@@ -75,7 +78,7 @@ impl ReservationPlans {
                 .prepare_mut(
                     &format!(
                         "INSERT INTO {table} (singleton, reserved_id) VALUES (true, $1) \
-                         ON CONFLICT (singleton) DO NOTHING RETURNING true"
+                         ON CONFLICT (singleton) DO NOTHING RETURNING reserved_id"
                     ),
                     &[int8],
                 )?
@@ -265,16 +268,19 @@ impl Plans {
         Ok(if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) })
     }
 
-    /// Persist a high-water ID in reservation table `which` (never lowers it). `false`: the
-    /// row is locked by another transaction.
-    pub fn reservation_write(&self, client: &mut SpiClient<'_>, which: usize, id: i64) -> spi::Result<bool> {
+    /// Persist a high-water ID in reservation table `which` (never lowers it). Returns the
+    /// value now stored (above `id` when someone else wrote a higher one), or `None`: the row
+    /// is locked by another transaction.
+    pub fn reservation_write(&self, client: &mut SpiClient<'_>, which: usize, id: i64) -> spi::Result<Option<i64>> {
         let p = &self.reservations[which];
+        let stored = |t: SpiTupleTable<'_>| -> spi::Result<Option<i64>> {
+            Ok(if t.is_empty() { None } else { t.first().get_one::<i64>()? })
+        };
         if !client.update(&p.lock, Some(1), &[])?.is_empty() {
-            client.update(&p.update, None, &[id.into()])?;
-            return Ok(true);
+            return stored(client.update(&p.update, None, &[id.into()])?);
         }
         // no row we could lock: none yet, or one locked by someone else
-        Ok(!client.update(&p.insert, None, &[id.into()])?.is_empty())
+        stored(client.update(&p.insert, None, &[id.into()])?)
     }
 
     /// Reserve values for `tag` (whose row must be `expect`) inside the current (worker)

@@ -33,6 +33,9 @@ pub enum Action {
     /// before the commit (refusing the commit when none is free) and have its allocator
     /// started once the commit is visible.
     Attach(pg_sys::Oid),
+    /// Run just before the commit (or prepare) becomes visible, e.g. raise a clock-ordered
+    /// generator above a reservation written in this transaction.
+    BeforeCommit(Box<dyn FnOnce()>),
 }
 
 #[derive(Default)]
@@ -64,10 +67,15 @@ fn register() {
 unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
     use pg_sys::XactEvent::*;
     match event {
-        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE if creating_extension() => {
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => {
+            for f in take_before_commit() {
+                f();
+            }
             // may raise "too many databases": the transaction (CREATE EXTENSION) aborts
-            if let Some(h) = claim_for_commit().unwrap_or_else(|e| e.raise()) {
-                hold_until_commit(h);
+            if creating_extension() {
+                if let Some(h) = claim_for_commit().unwrap_or_else(|e| e.raise()) {
+                    hold_until_commit(h);
+                }
             }
         }
         XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
@@ -76,7 +84,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
                 match a {
                     Action::Retire(name) => crate::directory::retire(name.as_bytes()),
                     Action::RetireAll => crate::directory::retire_all(),
-                    Action::Attach(_) => {}
+                    Action::Attach(_) | Action::BeforeCommit(_) => {}
                 }
             }
             release_hold();
@@ -87,6 +95,16 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
         }
         _ => {}
     }
+}
+
+/// The queued `BeforeCommit` actions, removed from the queue (which is not borrowed while
+/// they run).
+fn take_before_commit() -> Vec<Box<dyn FnOnce()>> {
+    let mut q = QUEUE.get();
+    let (before, rest): (Vec<Action>, Vec<Action>) =
+        std::mem::take(&mut q.actions).into_iter().partition(|a| matches!(a, Action::BeforeCommit(_)));
+    q.actions = rest;
+    before.into_iter().filter_map(|a| if let Action::BeforeCommit(f) = a { Some(f) } else { None }).collect()
 }
 
 /// Is this transaction creating pg_seqgen (its commit will claim the area)? Other

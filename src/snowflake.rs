@@ -282,11 +282,13 @@ pub fn worker_wants(h: &Header, kind: Kind, now_ms: i64, periodic: bool) -> Opti
 pub enum SnowflakeJob {
     /// Persist a reservation further ahead.
     Extend,
-    /// Read the persisted reservation again (once a second) and raise the generator above it.
-    /// A reservation written by other means than this worker (restored by `pg_restore` after
-    /// the worker had loaded the empty table, or raised by hand after a failover) counts at
-    /// once through the `reservation_written` trigger; this re-read covers the cases where the
-    /// trigger did not fire (`pg_restore --disable-triggers`).
+    /// Read the persisted reservation again (once a second when no extension is due) and raise
+    /// the generator above it. A reservation written by other means than this worker
+    /// (restored by `pg_restore` after the worker had loaded the empty table, or raised by
+    /// hand after a failover) counts when its transaction commits, through the
+    /// `snowflake_written` / `uuidv7_written` triggers; this re-read, and the value an
+    /// extension finds stored, cover writes that fired no trigger
+    /// (`pg_restore --disable-triggers`).
     Refresh,
 }
 
@@ -301,8 +303,13 @@ pub fn next_reservation(h: &Header, kind: Kind, now_ms: i64) -> i64 {
     (base + guc::SNOWFLAKE_RESERVE.get() as i64).max(area.reserved.load(Ordering::Acquire))
 }
 
-/// Worker side, after the reservation `ts` is durably committed in this database.
-pub fn publish_reservation(h: &Header, kind: Kind, ts: i64) {
+/// Worker side, after the reservation `ts` is durably committed in this database; the row
+/// now holds `stored`, which is above `ts`'s IDs when someone else wrote a higher value (a
+/// write that fired no trigger): every later ID is above that too.
+pub fn publish_reservation(h: &Header, kind: Kind, ts: i64, stored: i64) {
+    if stored > kind.layout().id_floor(ts) {
+        raise_server(kind, stored - 1);
+    }
     let area = kind.area(h);
     area.reserved.fetch_max(ts, Ordering::AcqRel);
     area.refresh_at.store(ts - (guc::SNOWFLAKE_RESERVE.get() as i64 / 2).max(1), Ordering::Release);
@@ -323,15 +330,6 @@ pub fn resume(h: &Header, kind: Kind, high_water_id: i64) {
     let area = kind.area(h);
     area.refresh_at.store(i64::MIN, Ordering::Release);
     area.loaded.store(1, Ordering::Release);
-}
-
-/// A reservation was written by someone other than this database's allocator (`h`: this
-/// database's area, if one is claimed): every later ID is at or above it.
-pub fn persisted_elsewhere(h: Option<&Header>, kind: Kind, persisted_id: i64) {
-    match h {
-        Some(h) => refresh(h, kind, persisted_id),
-        None => raise_server(kind, persisted_id - 1),
-    }
 }
 
 /// Worker side, after re-reading the persisted reservation: every later ID is at or above it.

@@ -44,9 +44,9 @@ fn seqgen_template_changed<'a>(
 /// AFTER INSERT OR UPDATE on a reservation table (`seqgen.snowflake`, `seqgen.uuidv7`; the
 /// trigger's argument names which): a reservation written by anyone but this database's
 /// allocator (`pg_restore` of a dump, an administrator raising it after a failover) raises
-/// the server's generator above it at once, in the writing statement, so no ID drawn after
-/// the statement is below it, whether or not the allocator has looked yet. Raising early is
-/// safe if the transaction then aborts: it only skips IDs.
+/// the server's generator above it just before the writing transaction commits (or is
+/// prepared), so no ID drawn after the commit is below it, whether or not the allocator has
+/// looked yet. A write that is rolled back raises nothing.
 #[pg_trigger]
 fn seqgen_reservation_written<'a>(
     trigger: &'a PgTrigger<'a>,
@@ -58,11 +58,15 @@ fn seqgen_reservation_written<'a>(
     };
     let Some(row) = trigger.new() else { return Ok(None) };
     let Ok(Some(id)) = row.get_by_name::<i64>("reserved_id") else { return Ok(None) };
-    let h = shmem::header();
-    // the allocator's own writes are reservations it has not published yet
-    if h.is_some_and(|h| h.worker_pid.load(Ordering::Acquire) == unsafe { pg_sys::MyProcPid }) {
+    // an UPDATE that does not raise the value changes nothing
+    if trigger.old().is_some_and(|old| matches!(old.get_by_name::<i64>("reserved_id"), Ok(Some(o)) if o >= id)) {
         return Ok(None);
     }
-    snowflake::persisted_elsewhere(h, kind, id);
+    // the allocator's own writes are reservations it publishes after its commit
+    let me = unsafe { pg_sys::MyProcPid };
+    if shmem::header().is_some_and(|h| h.worker_pid.load(Ordering::Acquire) == me) {
+        return Ok(None);
+    }
+    at_commit(Action::BeforeCommit(Box::new(move || snowflake::raise_server(kind, id - 1))));
     Ok(None)
 }

@@ -733,7 +733,7 @@ fn run_job(
         }
         Job::Snowflake { kind, job: SnowflakeJob::Extend, ts } => {
             let id = kind.layout().id_floor(*ts);
-            Outcome::Snowflake(plans.reservation_write(client, kind.table(), id)?.then_some(id))
+            Outcome::Snowflake(plans.reservation_write(client, kind.table(), id)?)
         }
         Job::Prefetch { slot, .. } => {
             let s = &slots[slot.idx];
@@ -976,8 +976,8 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
         }
         // a failed re-read is retried next second; nobody waits for it
         (Job::Snowflake { job: SnowflakeJob::Refresh, .. }, _) => {}
-        (Job::Snowflake { kind, job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(Some(_))) => {
-            snowflake::publish_reservation(h, *kind, *ts)
+        (Job::Snowflake { kind, job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(Some(stored))) => {
+            snowflake::publish_reservation(h, *kind, *ts, stored)
         }
         // locked: asked again by the waiting callers
         (Job::Snowflake { .. }, Outcome::Snowflake(None) | Outcome::Failed(JobError { locked: true, .. })) => {}

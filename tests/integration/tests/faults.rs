@@ -243,7 +243,7 @@ fn crash_loop_reissues_nothing() {
 /// whose clock runs 10 s behind (borrowing allowed, so snowflakes are issued rather than
 /// refused): the restored database continues above (or, for opaque values, apart from) every
 /// value issued before the dump, from the first call after `pg_restore` returns. Then a
-/// reservation raised by hand counts from the next call.
+/// reservation raised by hand counts from the next call, and one rolled back changes nothing.
 #[test]
 fn dump_and_restore_continue_for_every_generator() {
     let a = Cluster::init("dr_source", 56531, &["seqgen.node_id = 1"]);
@@ -306,6 +306,45 @@ fn dump_and_restore_continue_for_every_generator() {
     let next: i64 = cl.query_one("SELECT seqgen_snowflake()", &[]).unwrap().get(0);
     println!("reservation raised by hand to {raised}: the next snowflake is {next}");
     assert!(next > raised, "a snowflake below a reservation raised by hand");
+    // a raise that is rolled back raises nothing (an hour ahead would be refused with 58000)
+    cl.batch_execute(
+        "BEGIN;
+         UPDATE seqgen.snowflake SET reserved_id = reserved_id
+             + (seqgen_snowflake_at('2026-01-01 01:00:00+00') - seqgen_snowflake_at('2026-01-01 00:00:00+00'));
+         ROLLBACK;",
+    )
+    .unwrap();
+    let after_rollback = cl.query_one("SELECT seqgen_snowflake()", &[]).map(|r| r.get::<_, i64>(0));
+    println!("after a raise by an hour that was rolled back: {after_rollback:?}");
+    assert!(
+        matches!(after_rollback, Ok(id) if id > next),
+        "a rolled-back raise changed the generator: {after_rollback:?}"
+    );
+    // a raise that fires no trigger (as under pg_restore --disable-triggers) counts once the
+    // allocator next writes or re-reads the row, also while IDs are drawn all the time
+    cl.batch_execute(
+        "ALTER TABLE seqgen.snowflake DISABLE TRIGGER snowflake_written;
+         UPDATE seqgen.snowflake SET reserved_id = reserved_id
+             + (seqgen_snowflake_at('2026-01-01 00:00:02+00') - seqgen_snowflake_at('2026-01-01 00:00:00+00'));",
+    )
+    .unwrap();
+    let quiet: i64 = cl.query_one("SELECT reserved_id FROM seqgen.snowflake", &[]).unwrap().get(0);
+    cl.batch_execute("ALTER TABLE seqgen.snowflake ENABLE ALWAYS TRIGGER snowflake_written").unwrap();
+    let t0 = Instant::now();
+    let mut drawn = 0;
+    loop {
+        let top: i64 = cl.query_one("SELECT max(seqgen_snowflake()) FROM generate_series(1, 100)", &[]).unwrap().get(0);
+        drawn += 100;
+        if top > quiet {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "a raise that fired no trigger never counted");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!(
+        "a raise that fired no trigger counted after {} ms ({drawn} snowflakes drawn meanwhile)",
+        t0.elapsed().as_millis()
+    );
     assert!(i2.iter().min() > i.iter().max(), "interleaved IDs went back");
     before.extend(after);
     before.assert_unique("before the dump and after the restore");
