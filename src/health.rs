@@ -33,12 +33,20 @@ fn seqgen_worker_status() -> TableIterator<
     ),
 > {
     shmem::server().ok_or(SeqgenError::NotPreloaded).or_raise();
-    let r = match shmem::header() {
-        Some(h) => row(h, h.db.load(Ordering::Acquire)),
-        // no allocator for this database (yet)
-        None => (None, false, None, None, None, 0, 0, 0, 0, 0, None, None),
-    };
-    TableIterator::once((r.1, r.2, r.3, r.4, r.6, r.7, r.8, r.9, r.10, r.11))
+    // no area: no allocator for this database (yet)
+    let r = shmem::header().map(|h| row(h, h.db.load(Ordering::Acquire))).unwrap_or_default();
+    TableIterator::once((
+        r.running,
+        r.pid,
+        r.started,
+        r.last_cycle,
+        r.mailboxes_in_use,
+        r.jobs_pending,
+        r.reclaimed,
+        r.errors,
+        r.last_error,
+        r.last_error_time,
+    ))
 }
 
 /// One row per database with an allocator, whatever the current database: its name, whether
@@ -71,29 +79,42 @@ fn seqgen_allocators() -> TableIterator<
         let db = h.db.load(Ordering::Acquire);
         if db != 0 {
             let r = row(h, db);
-            rows.push((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.9, r.10, r.11, open));
+            rows.push((
+                r.database,
+                r.running,
+                r.pid,
+                r.started,
+                r.last_cycle,
+                r.tags,
+                r.mailboxes_in_use,
+                r.jobs_pending,
+                r.errors,
+                r.last_error,
+                r.last_error_time,
+                open,
+            ));
         }
     }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     TableIterator::new(rows)
 }
 
-/// database, running, pid, started, last cycle, tags, mailboxes in use, jobs pending,
-/// reclaimed, errors, last error, its time.
-type Row = (
-    Option<String>,
-    bool,
-    Option<i32>,
-    Option<TimestampWithTimeZone>,
-    Option<TimestampWithTimeZone>,
-    i32,
-    i32,
-    i32,
-    i64,
-    i64,
-    Option<String>,
-    Option<TimestampWithTimeZone>,
-);
+/// One database's allocator, as both functions report it.
+#[derive(Default)]
+struct Row {
+    database: Option<String>,
+    running: bool,
+    pid: Option<i32>,
+    started: Option<TimestampWithTimeZone>,
+    last_cycle: Option<TimestampWithTimeZone>,
+    tags: i32,
+    mailboxes_in_use: i32,
+    jobs_pending: i32,
+    reclaimed: i64,
+    errors: i64,
+    last_error: Option<String>,
+    last_error_time: Option<TimestampWithTimeZone>,
+}
 
 fn row(h: &'static shmem::Header, db: u32) -> Row {
     let name = unsafe {
@@ -125,18 +146,18 @@ fn row(h: &'static shmem::Header, db: u32) -> Row {
     pending += (h.uuid.want.load(Ordering::Relaxed) != 0) as i32;
     let hl = &h.health;
     let error = hl.last_error.read();
-    (
-        name,
+    Row {
+        database: name,
         running,
-        (running && pid != 0).then_some(pid),
-        recorded(hl.started_ms.load(Ordering::Acquire)),
-        recorded(hl.last_cycle_ms.load(Ordering::Acquire)),
+        pid: (running && pid != 0).then_some(pid),
+        started: recorded(hl.started_ms.load(Ordering::Acquire)),
+        last_cycle: recorded(hl.last_cycle_ms.load(Ordering::Acquire)),
         tags,
-        in_use,
-        pending,
-        hl.reclaimed.load(Ordering::Relaxed) as i64,
-        hl.errors.load(Ordering::Relaxed) as i64,
-        (!error.is_empty()).then_some(error),
-        recorded(hl.last_error_ms.load(Ordering::Acquire)),
-    )
+        mailboxes_in_use: in_use,
+        jobs_pending: pending,
+        reclaimed: hl.reclaimed.load(Ordering::Relaxed) as i64,
+        errors: hl.errors.load(Ordering::Relaxed) as i64,
+        last_error: (!error.is_empty()).then_some(error),
+        last_error_time: recorded(hl.last_error_ms.load(Ordering::Acquire)),
+    }
 }

@@ -637,12 +637,10 @@ pub fn header() -> Option<&'static Header> {
     Some(h)
 }
 
-/// The area claimed for database `db`, if any.
+/// The area claimed for database `db`, if any. (It can be released right after; callers
+/// that keep it check its epoch, as [`header`] does.)
 pub fn find_area(s: &'static Server, db: u32) -> Option<&'static Header> {
-    areas(s).find(|h| {
-        let e = h.epoch.load(Ordering::Acquire);
-        h.db.load(Ordering::Acquire) == db && h.epoch.load(Ordering::Acquire) == e
-    })
+    areas(s).find(|h| h.db.load(Ordering::Acquire) == db)
 }
 
 /// Why an area could not be claimed.
