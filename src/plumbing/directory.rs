@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::error::{check_tag, Result, SeqgenError};
-use crate::guc;
-use crate::local::BackendLocal;
-use crate::shmem::{self, Header, Mailbox, TagSlot};
-use crate::wait::{call_deadline, wait_for, wait_until};
+use crate::plumbing::error::{check_tag, Result, SeqgenError};
+use crate::plumbing::guc;
+use crate::plumbing::local::BackendLocal;
+use crate::plumbing::shmem::{self, Header, Mailbox, TagSlot};
+use crate::plumbing::wait::{call_deadline, wait_for, wait_until};
 
 /// Result codes the worker writes into a mailbox or a slot's `err_code`.
 pub mod code {
@@ -129,11 +129,11 @@ pub fn attach() -> Result<&'static Header> {
     let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
     // in the transaction that creates the extension, the allocator would not find it yet:
     // hold the area until the commit ends
-    let creating = crate::pending::creating_extension();
+    let creating = crate::plumbing::pending::creating_extension();
     let hold = if creating { unsafe { pg_sys::MyProcPid } } else { 0 };
     let h = shmem::claim_area(s, db, hold).map_err(|_| SeqgenError::TooManyDatabases(guc::MAX_DATABASES.get()))?;
     if creating {
-        crate::pending::hold_until_commit(h);
+        crate::plumbing::pending::hold_until_commit(h);
     }
     s.ring_launcher();
     Ok(h)
@@ -399,39 +399,4 @@ fn call_worker(h: &'static Header, tag: &str, fill: impl FnOnce(&Mailbox)) -> Re
             })
         }
     }
-}
-
-/// Retire the slot of `name`: every cached resolution of it becomes invalid, draws in flight
-/// are discarded, and the next call reloads the tag from the catalog. Called when a deletion
-/// of the tag's catalog row commits.
-pub fn retire(name: &[u8]) {
-    let Some(h) = shmem::header() else { return };
-    shmem::with_dir_lock(h, true, || {
-        for s in shmem::slots(h) {
-            if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == name {
-                retire_slot(s);
-            }
-        }
-    });
-    h.broadcast();
-}
-
-/// Retire every slot (the catalog was dropped).
-pub fn retire_all() {
-    let Some(h) = shmem::header() else { return };
-    shmem::with_dir_lock(h, true, || {
-        for s in shmem::slots(h) {
-            if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE {
-                retire_slot(s);
-            }
-        }
-    });
-    h.broadcast();
-}
-
-/// Caller holds `dir_lock` exclusive. Draws in flight see the new generation and discard
-/// their value.
-pub fn retire_slot(s: &TagSlot) {
-    s.gen.fetch_add(1, Ordering::AcqRel);
-    s.state.store(shmem::SLOT_FREE, Ordering::Release);
 }

@@ -160,10 +160,10 @@ pub fn check_tag(tag: &str) -> Result<()> {
     if tag.is_empty() {
         return Err(SeqgenError::BadTag("a tag name must not be empty".into()));
     }
-    if tag.len() > crate::shmem::NAME_MAX {
+    if tag.len() > crate::plumbing::shmem::NAME_MAX {
         return Err(SeqgenError::BadTag(format!(
             "a tag name is at most {} bytes, this one has {}",
-            crate::shmem::NAME_MAX,
+            crate::plumbing::shmem::NAME_MAX,
             tag.len()
         )));
     }

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 
 use pgrx::prelude::*;
 
-use crate::pending::{at_commit, Action};
-use crate::shmem;
-use crate::snowflake::{self, Kind};
+use crate::generators::snowflake::{self, Kind};
+use crate::plumbing::pending::{at_commit, Action};
+use crate::plumbing::shmem;
 
 /// AFTER DELETE trigger on the catalog: when the deletion commits (or is prepared), retire
 /// the tag's slot so no cached segment of the deleted tag is handed out afterwards.

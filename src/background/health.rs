@@ -5,12 +5,12 @@ use std::sync::atomic::Ordering;
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 
-use crate::error::{OrRaise, SeqgenError};
-use crate::shmem::{self, WorkerStatus};
+use crate::plumbing::error::{OrRaise, SeqgenError};
+use crate::plumbing::shmem::{self, WorkerStatus};
 
 /// A moment the worker recorded (ms since the Unix epoch; 0: never).
 fn recorded(unix_ms: i64) -> Option<TimestampWithTimeZone> {
-    (unix_ms > 0).then(|| crate::snowflake::to_timestamptz(unix_ms))
+    (unix_ms > 0).then(|| crate::generators::snowflake::to_timestamptz(unix_ms))
 }
 
 /// One row: this database's allocator. Is it running, since when, when it last finished a

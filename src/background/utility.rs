@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::shmem::{self, Header};
-use crate::worker::alive;
+use crate::background::worker::alive;
+use crate::plumbing::shmem::{self, Header};
 
 static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
 
@@ -132,7 +132,7 @@ unsafe fn option(options: Vec<*mut pg_sys::DefElem>, name: &CStr) -> Option<*con
 fn hold_database(db: u32) -> Option<&'static Header> {
     let h = shmem::find_area(shmem::server()?, db)?;
     h.hold.store(unsafe { pg_sys::MyProcPid }, Ordering::Release);
-    crate::pending::hold_until_commit(h);
+    crate::plumbing::pending::hold_until_commit(h);
     Some(h)
 }
 

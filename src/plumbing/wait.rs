@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use pgrx::pg_sys;
 
-use crate::guc;
-use crate::shmem::Header;
+use crate::plumbing::guc;
+use crate::plumbing::shmem::Header;
 
 /// Backend-local cells (a backend is single-threaded; see `local.rs`).
 struct Local<T>(Cell<T>);

@@ -13,11 +13,11 @@ use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 use seqgen_core::snowflake::{Clock, Events, Layout, NextError, Policy};
 
-use crate::directory;
-use crate::error::{OrRaise, Result, SeqgenError};
-use crate::guc;
-use crate::shmem::{self, AreaClock, ClockShared, Header, WorkerStatus};
-use crate::wait::wait_for;
+use crate::plumbing::directory;
+use crate::plumbing::error::{OrRaise, Result, SeqgenError};
+use crate::plumbing::guc;
+use crate::plumbing::shmem::{self, AreaClock, ClockShared, Header, WorkerStatus};
+use crate::plumbing::wait::wait_for;
 
 /// Episode flags, so each clock event is logged once rather than per ID.
 const EP_BORROWING: u32 = 1;
@@ -134,7 +134,7 @@ impl Clock for SystemClock {
 
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_snowflake() -> i64 {
-    crate::wait::begin_call();
+    crate::plumbing::wait::begin_call();
     next(Kind::Snowflake).or_raise()
 }
 
@@ -365,7 +365,7 @@ pub fn report_failure(h: &Header, kind: Kind, c: u32) {
 /// above it). Never lowers the generator.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_snowflake_advance(min_id: i64) -> i64 {
-    crate::wait::begin_call();
+    crate::plumbing::wait::begin_call();
     advance(min_id).or_raise()
 }
 

@@ -22,7 +22,7 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::local::BackendLocal;
+use crate::plumbing::local::BackendLocal;
 
 pub enum Action {
     /// Retire the slot serving this tag name.
@@ -44,7 +44,7 @@ struct Queue {
     actions: Vec<Action>,
     /// The areas this transaction holds until it ends (claimed for `CREATE EXTENSION`, or
     /// held by a command that needs a database to itself).
-    holding: Vec<&'static crate::shmem::Header>,
+    holding: Vec<&'static crate::plumbing::shmem::Header>,
 }
 
 static QUEUE: BackendLocal<Queue> = BackendLocal::new();
@@ -82,8 +82,8 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
             let actions = std::mem::take(&mut QUEUE.get().actions);
             for a in actions {
                 match a {
-                    Action::Retire(name) => crate::directory::retire(name.as_bytes()),
-                    Action::RetireAll => crate::directory::retire_all(),
+                    Action::Retire(name) => crate::plumbing::shmem::retire(name.as_bytes()),
+                    Action::RetireAll => crate::plumbing::shmem::retire_all(),
                     Action::Attach(_) | Action::BeforeCommit(_) => {}
                 }
             }
@@ -120,7 +120,7 @@ pub fn creating_extension() -> bool {
 }
 
 /// Keep area `h` (held with this backend's pid) held until the transaction ends.
-pub fn hold_until_commit(h: &'static crate::shmem::Header) {
+pub fn hold_until_commit(h: &'static crate::plumbing::shmem::Header) {
     register();
     let mut q = QUEUE.get();
     if !q.holding.iter().any(|x| std::ptr::eq(*x, h)) {
@@ -129,13 +129,13 @@ pub fn hold_until_commit(h: &'static crate::shmem::Header) {
 }
 
 /// Claim this database's area, held (its worker not started) until the commit ends.
-fn claim_for_commit() -> crate::error::Result<Option<&'static crate::shmem::Header>> {
-    let Some(s) = crate::shmem::server() else { return Ok(None) };
+fn claim_for_commit() -> crate::plumbing::error::Result<Option<&'static crate::plumbing::shmem::Header>> {
+    let Some(s) = crate::plumbing::shmem::server() else { return Ok(None) };
     let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
     let me = unsafe { pg_sys::MyProcPid };
-    crate::shmem::claim_area(s, db, me)
+    crate::plumbing::shmem::claim_area(s, db, me)
         .map(Some)
-        .map_err(|_| crate::error::SeqgenError::TooManyDatabases(crate::guc::MAX_DATABASES.get()))
+        .map_err(|_| crate::plumbing::error::SeqgenError::TooManyDatabases(crate::plumbing::guc::MAX_DATABASES.get()))
 }
 
 /// The commit is over (committed or not): the launcher may start the area's worker, which
@@ -150,7 +150,7 @@ fn release_hold() {
         let _ =
             h.hold.compare_exchange(me, 0, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed);
     }
-    if let Some(s) = crate::shmem::server() {
+    if let Some(s) = crate::plumbing::shmem::server() {
         s.ring_launcher();
     }
 }

@@ -10,9 +10,9 @@ use pgrx::prelude::*;
 use seqgen_core::opaque::{Domain, Key, KEY_BYTES};
 use seqgen_core::template;
 
-use crate::catalog::first_row;
-use crate::error::{check_tag, OrRaise, Result, SeqgenError};
-use crate::guc;
+use crate::plumbing::catalog::first_row;
+use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
+use crate::plumbing::guc;
 
 /// The opaque ID for counter value `v` of a tag whose IDs are permuted above `from` with `key`.
 #[inline]
@@ -57,7 +57,7 @@ fn seqgen_make_opaque(biz_tag: &str) {
 
 fn make_opaque(tag: &str) -> Result<()> {
     check_tag(tag)?;
-    crate::directory::admin_checks()?;
+    crate::plumbing::directory::admin_checks()?;
     // Lock the row: the worker reserves with SKIP LOCKED, so what it reserves after this
     // commits sees opaque_from, and everything it reserved before is at most max_id.
     let row = first_row(
@@ -91,7 +91,7 @@ fn make_opaque(tag: &str) -> Result<()> {
     .map_err(spi_err)?;
     // From the commit on, no plain value is handed out: what is left of the segments reserved
     // in the clear is skipped (a gap) and the next reservation is opaque.
-    crate::pending::at_commit(crate::pending::Action::Retire(tag.to_string()));
+    crate::plumbing::pending::at_commit(crate::plumbing::pending::Action::Retire(tag.to_string()));
     Ok(())
 }
 

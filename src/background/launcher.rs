@@ -26,8 +26,8 @@ use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BackgroundWorke
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::shmem::{self, Header, Server, WorkerStatus};
-use crate::worker;
+use crate::background::worker;
+use crate::plumbing::shmem::{self, Header, Server, WorkerStatus};
 
 pub fn register() {
     BackgroundWorkerBuilder::new("pg_seqgen launcher")

@@ -37,11 +37,11 @@ use seqgen_core::opaque::Key;
 use seqgen_core::segment::{trigger_offset, Segment};
 use seqgen_core::template::{self, Template, Tz};
 
-use crate::catalog::{self, CatalogState, OrderReserve, Reserve, TemplateRead};
-use crate::directory::{code, retire_slot};
-use crate::guc;
-use crate::shmem::{self, Header, Ident, Mailbox, TagSlot, WorkerStatus};
-use crate::snowflake::{self, Kind, SnowflakeJob};
+use crate::generators::snowflake::{self, Kind, SnowflakeJob};
+use crate::plumbing::catalog::{self, mode, CatalogState, OrderReserve, Reserve, TemplateRead};
+use crate::plumbing::directory::code;
+use crate::plumbing::guc;
+use crate::plumbing::shmem::{self, retire_slot, Header, Ident, Mailbox, TagSlot, WorkerStatus};
 
 /// Start the allocator of database `db` (from the launcher): a dynamic background worker
 /// that the launcher, not the postmaster, restarts. `reader`: only read the database's
@@ -144,7 +144,7 @@ fn probe(raised: impl Fn(Kind, i64)) -> Result<Probe, JobError> {
             for kind in Kind::ALL {
                 raised(kind, catalog::reservation_read_any(c, kind.table())?);
             }
-            Ok(Probe::Serving(crate::directory::current_database()))
+            Ok(Probe::Serving(crate::plumbing::directory::current_database()))
         })
     }))
     .and_then(|r| r)
@@ -810,7 +810,7 @@ fn note_catalog(h: &'static Header, oid: Option<u32>) {
     let before = h.catalog_oid.swap(oid, Ordering::AcqRel);
     if before != 0 && before != oid {
         // The extension was dropped (and maybe created again): every loaded tag is stale.
-        crate::directory::retire_all();
+        shmem::retire_all();
     }
 }
 
@@ -1017,15 +1017,6 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
         }
         (Job::Verify { .. }, _) => {}
     }
-}
-
-/// A segment tag's segments carry in their `period` field how their counter values become
-/// IDs, as decided when they were reserved: bit 0 set for an opaque tag (a keyed
-/// permutation), bits 8 to 15 the node bits of a node-interleaved tag.
-pub const MODE_OPAQUE: i64 = 1;
-
-pub fn mode(opaque: bool, node_bits: u32) -> i64 {
-    opaque as i64 | (node_bits as i64) << 8
 }
 
 /// Record an opaque tag's key and domain in its slot (before publishing anything opaque).

@@ -8,7 +8,7 @@ use seqgen_core::adaptive::{reserve_up_to, Reservation, MAX_NODE_BITS};
 use seqgen_core::opaque::Key;
 use seqgen_core::template::{self, counter_block, CounterBlock};
 
-use crate::shmem::Ident;
+use crate::plumbing::shmem::Ident;
 
 /// What reserving values for a tag came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -340,7 +340,7 @@ pub fn first_row<R>(
     args: &[pgrx::datum::DatumWithOid<'_>],
     locks: bool,
     read: impl FnOnce(&SpiTupleTable<'_>) -> spi::Result<R>,
-) -> crate::error::Result<Option<R>> {
+) -> crate::plumbing::error::Result<Option<R>> {
     Spi::connect_mut(|c| {
         let t = if locks { c.update(sql, Some(1), args)? } else { c.select(sql, Some(1), args)? };
         if t.is_empty() {
@@ -348,7 +348,16 @@ pub fn first_row<R>(
         }
         read(&t.first()).map(Some)
     })
-    .map_err(|e| crate::error::SeqgenError::Internal(e.to_string()))
+    .map_err(|e| crate::plumbing::error::SeqgenError::Internal(e.to_string()))
+}
+
+/// A segment tag's segments carry in their `period` field how their counter values become
+/// IDs, as decided when they were reserved: bit 0 set for an opaque tag (a keyed
+/// permutation), bits 8 to 15 the node bits of a node-interleaved tag.
+pub const MODE_OPAQUE: i64 = 1;
+
+pub fn mode(opaque: bool, node_bits: u32) -> i64 {
+    opaque as i64 | (node_bits as i64) << 8
 }
 
 /// The library's version: the catalog must be at the same version.

@@ -41,7 +41,7 @@ use seqgen_core::segment::SegmentBuffer;
 
 use seqgen_core::snowflake::Generator;
 
-use crate::guc;
+use crate::plumbing::guc;
 
 /// Longest tag name in bytes (PostgreSQL's identifier limit).
 pub const NAME_MAX: usize = 63;
@@ -480,7 +480,7 @@ pub struct Mailbox {
     pub result: AtomicU32,
     pub r_start: AtomicI64,
     pub r_len: AtomicI64,
-    /// The segment mode of the range (see `worker::mode`).
+    /// The segment mode of the range (see `catalog::mode`).
     pub r_mode: AtomicI64,
     detail_len: AtomicU32,
     detail: UnsafeCell<[u8; 256]>,
@@ -777,6 +777,41 @@ fn with_lock<R>(lock: *mut pg_sys::LWLock, exclusive: bool, f: impl FnOnce() -> 
     let r = f();
     unsafe { pg_sys::LWLockRelease(lock) };
     r
+}
+
+/// Retire the slot of `name`: every cached resolution of it becomes invalid, draws in flight
+/// are discarded, and the next call reloads the tag from the catalog. Called when a deletion
+/// of the tag's catalog row commits.
+pub fn retire(name: &[u8]) {
+    let Some(h) = header() else { return };
+    with_dir_lock(h, true, || {
+        for s in slots(h) {
+            if s.state.load(Ordering::Acquire) == SLOT_ACTIVE && s.name() == name {
+                retire_slot(s);
+            }
+        }
+    });
+    h.broadcast();
+}
+
+/// Retire every slot (the catalog was dropped).
+pub fn retire_all() {
+    let Some(h) = header() else { return };
+    with_dir_lock(h, true, || {
+        for s in slots(h) {
+            if s.state.load(Ordering::Acquire) == SLOT_ACTIVE {
+                retire_slot(s);
+            }
+        }
+    });
+    h.broadcast();
+}
+
+/// Caller holds `dir_lock` exclusive. Draws in flight see the new generation and discard
+/// their value.
+pub fn retire_slot(s: &TagSlot) {
+    s.gen.fetch_add(1, Ordering::AcqRel);
+    s.state.store(SLOT_FREE, Ordering::Release);
 }
 
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;

@@ -6,12 +6,12 @@ use std::sync::atomic::Ordering;
 use pgrx::prelude::*;
 use seqgen_core::segment::{Claim, Draw};
 
-use crate::directory::{self, admin_checks, forget, resolve, Resolved};
-use crate::error::{check_tag, OrRaise, Result, SeqgenError};
-use crate::guc;
-use crate::shmem::{self, Header, WorkerStatus};
-use crate::wait::wait_for;
-use crate::worker::MODE_OPAQUE;
+use crate::plumbing::catalog::MODE_OPAQUE;
+use crate::plumbing::directory::{self, admin_checks, forget, resolve, Resolved};
+use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
+use crate::plumbing::guc;
+use crate::plumbing::shmem::{self, Header, WorkerStatus};
+use crate::plumbing::wait::wait_for;
 use seqgen_core::adaptive::{interleave, MAX_NODE_BITS};
 
 /// Create a tag (a catalog row). Transactional: the tag exists for the worker once the
@@ -99,7 +99,7 @@ fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
         return Err(SeqgenError::NodeDoesNotFit { node, bits: bits as u32 });
     }
     admin_checks()?;
-    let row = crate::catalog::first_row(
+    let row = crate::plumbing::catalog::first_row(
         "SELECT node_bits, opaque_from IS NOT NULL FROM seqgen.alloc \
          WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
         &[tag.into()],
@@ -127,7 +127,7 @@ fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
     )
     .map_err(|e| SeqgenError::Internal(e.to_string()))?;
     // from the commit on, no value in the old form is handed out
-    crate::pending::at_commit(crate::pending::Action::Retire(tag.to_string()));
+    crate::plumbing::pending::at_commit(crate::plumbing::pending::Action::Retire(tag.to_string()));
     Ok(())
 }
 
@@ -176,7 +176,7 @@ fn seqgen_restart(biz_tag: &str, start_with: i64) {
 fn restart(tag: &str, start_with: i64) -> Result<()> {
     check_tag(tag)?;
     admin_checks()?;
-    let row = crate::catalog::first_row(
+    let row = crate::plumbing::catalog::first_row(
         "SELECT max_id, opaque_from IS NOT NULL, node_bits FROM seqgen.alloc \
          WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
         &[tag.into()],
@@ -203,7 +203,7 @@ fn restart(tag: &str, start_with: i64) -> Result<()> {
     )
     .map_err(|e| SeqgenError::Internal(e.to_string()))?;
     // from the commit on, nothing cached below start_with is handed out
-    crate::pending::at_commit(crate::pending::Action::Retire(tag.to_string()));
+    crate::plumbing::pending::at_commit(crate::plumbing::pending::Action::Retire(tag.to_string()));
     Ok(())
 }
 
@@ -211,7 +211,7 @@ fn restart(tag: &str, start_with: i64) -> Result<()> {
 /// table access.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next(biz_tag: &str) -> i64 {
-    crate::wait::begin_call();
+    crate::plumbing::wait::begin_call();
     next(biz_tag).or_raise()
 }
 
@@ -316,7 +316,7 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
 /// `n` IDs of a tag at once.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
-    crate::wait::begin_call();
+    crate::plumbing::wait::begin_call();
     let ranges = next_batch(biz_tag, n).or_raise();
     SetOfIterator::new(ranges.into_iter().flat_map(|(start, len, p)| (start..start + len).map(move |v| p.present(v))))
 }
@@ -348,7 +348,7 @@ impl Presenter {
     #[inline]
     fn present(&self, v: i64) -> i64 {
         match self.key {
-            Some((from, key)) => crate::opaque::permute_with(from, &key, v),
+            Some((from, key)) => crate::generators::opaque::permute_with(from, &key, v),
             None if self.mode == 0 => v,
             None => interleave(v, ((self.mode >> 8) & 0xff) as u32, guc::NODE_ID.get().max(0) as u32),
         }

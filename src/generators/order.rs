@@ -19,12 +19,12 @@ use seqgen_core::opaque::Key;
 use seqgen_core::segment::Draw;
 use seqgen_core::template::{self, Prepared, Span, Template, Tz, Unit};
 
-use crate::directory::{self, code, forget, resolve, Resolved};
-use crate::error::{check_tag, OrRaise, Result, SeqgenError};
-use crate::guc::{self, Overflow};
-use crate::local::BackendLocal;
-use crate::shmem::{self, TagSlot, WorkerStatus, TPL_MAX_BYTES, TPL_MISSING, TPL_READY, TZ_MAX_BYTES};
-use crate::wait::wait_until;
+use crate::plumbing::directory::{self, code, forget, resolve, Resolved};
+use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
+use crate::plumbing::guc::{self, Overflow};
+use crate::plumbing::local::BackendLocal;
+use crate::plumbing::shmem::{self, TagSlot, WorkerStatus, TPL_MAX_BYTES, TPL_MISSING, TPL_READY, TZ_MAX_BYTES};
+use crate::plumbing::wait::wait_until;
 
 /// A template as one backend has parsed it, with the period and prefix it last rendered.
 struct Local {
@@ -96,7 +96,7 @@ fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Resul
             unit.name()
         )));
     }
-    crate::directory::admin_checks()?;
+    crate::plumbing::directory::admin_checks()?;
     let exists = Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1)",
         &[tag.into()],
@@ -106,7 +106,7 @@ fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Resul
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     }
     if opaque {
-        crate::opaque::ensure_key(tag)?;
+        crate::generators::opaque::ensure_key(tag)?;
     }
     Spi::run_with_args(
         "INSERT INTO seqgen.template (biz_tag, template, time_zone) VALUES ($1, $2, $3) \
@@ -120,7 +120,7 @@ fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Resul
 /// The next order number of a tag.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_order_no(biz_tag: &str) -> &str {
-    crate::wait::begin_call();
+    crate::plumbing::wait::begin_call();
     order_no(biz_tag).or_raise()
 }
 
@@ -288,7 +288,7 @@ fn wait_for_block(tag: &str, r: Resolved, loc: &mut Local, epoch: u32, period: i
     let slot = r.slot;
     slot.ord_waits.fetch_add(1, Ordering::Relaxed);
     let mut want = period;
-    let deadline = crate::wait::call_deadline();
+    let deadline = crate::plumbing::wait::call_deadline();
     loop {
         let err_before = slot.ord_err_seq.load(Ordering::Acquire);
         request_block(slot, want);

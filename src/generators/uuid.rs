@@ -16,8 +16,8 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 use seqgen_core::uuid::{self as layout, COUNTER_BITS};
 
-use crate::error::{OrRaise, Result, SeqgenError};
-use crate::snowflake::{self, iso, status_row, to_timestamptz, unix_ms_of, Kind};
+use crate::generators::snowflake::{self, iso, status_row, to_timestamptz, unix_ms_of, Kind};
+use crate::plumbing::error::{OrRaise, Result, SeqgenError};
 
 thread_local! {
     /// This backend's CSPRNG, seeded on first use (never in the postmaster, so no two
@@ -43,7 +43,7 @@ fn random_u64() -> u64 {
 
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_uuidv7() -> Uuid {
-    crate::wait::begin_call();
+    crate::plumbing::wait::begin_call();
     next().or_raise()
 }
 

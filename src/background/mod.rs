@@ -1,0 +1,9 @@
+//! What runs beside the SQL functions: the launcher and the allocators (background workers),
+//! the utility hook (commands that need a database to themselves), the catalog's triggers, and
+//! the health functions that report on them.
+
+pub mod health;
+pub mod launcher;
+pub mod triggers;
+pub mod utility;
+pub mod worker;

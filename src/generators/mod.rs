@@ -1,0 +1,9 @@
+//! The generators and their SQL functions: segment IDs, snowflake IDs and UUIDv7s (one
+//! clock-ordered generator each), order numbers, opaque numbers. They stand on the plumbing
+//! only; the allocator (in `background`) serves their requests through shared memory.
+
+pub mod opaque;
+pub mod order;
+pub mod segment;
+pub mod snowflake;
+pub mod uuid;

@@ -1,0 +1,13 @@
+//! What every generator stands on: settings, the shared-memory layout, errors and their
+//! SQLSTATEs, waiting with a deadline, actions that follow the transaction, the catalog's SQL,
+//! and the tag directory (resolving a tag to its shared-memory slot through the allocator).
+//! Nothing here imports a generator or a background worker.
+
+pub mod catalog;
+pub mod directory;
+pub mod error;
+pub mod guc;
+pub mod local;
+pub mod pending;
+pub mod shmem;
+pub mod wait;
