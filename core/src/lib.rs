@@ -8,6 +8,7 @@ pub mod adaptive;
 pub mod check;
 pub mod opaque;
 pub mod segment;
+pub mod shape;
 pub mod snowflake;
 pub mod template;
 pub mod uuid;

@@ -281,6 +281,18 @@ pub fn local_of_key(key: i64) -> NaiveDateTime {
     DateTime::from_timestamp(key, 0).map(|d| d.naive_utc()).unwrap_or_default()
 }
 
+/// The key of the period of `unit` that contains the local moment `key` stands for (a key
+/// of a finer unit, or of the same one).
+pub fn truncate_key(key: i64, unit: Unit) -> i64 {
+    truncate(local_of_key(key), unit).and_utc().timestamp()
+}
+
+/// The key of the period of `unit` after the one starting at `key` (`None` past the end of
+/// the calendar).
+pub fn next_key(key: i64, unit: Unit) -> Option<i64> {
+    next_start(local_of_key(key), unit).map(|t| t.and_utc().timestamp())
+}
+
 impl Template {
     pub fn parts(&self) -> &[Part] {
         &self.parts
@@ -663,12 +675,32 @@ pub struct Overflow {
 /// The next block of counter values. The catalog stores the latest period and the highest
 /// value reserved in it; a block is never for an earlier period than the stored one (the
 /// period never moves backwards), and a later period starts again at 1.
-pub fn counter_block(stored: (i64, i64), want_period: i64, size: i64, capacity: i64) -> Result<CounterBlock, Overflow> {
+///
+/// `clock_period` is the period the clock is in. When it is behind the stored period (the
+/// clock stepped back, local time fell back an hour, the template moved to a zone further
+/// west), numbers go on in the stored period and, once it is full, in the periods after it
+/// (`after` gives the key of the period after a key; `None`: a template without periods):
+/// calls never fail for hours because local time repeats, and no period is ever re-entered.
+/// A full period that the clock is in is [`Overflow`]: its numbers are used up.
+pub fn counter_block(
+    stored: (i64, i64),
+    want_period: i64,
+    clock_period: i64,
+    size: i64,
+    capacity: i64,
+    after: impl Fn(i64) -> Option<i64>,
+) -> Result<CounterBlock, Overflow> {
     let (stored_period, stored_max) = stored;
-    let period = stored_period.max(want_period);
-    let base = if period == stored_period { stored_max.max(0) } else { 0 };
+    let mut period = stored_period.max(want_period);
+    let mut base = if period == stored_period { stored_max.max(0) } else { 0 };
     if base >= capacity {
-        return Err(Overflow { period });
+        match after(period) {
+            Some(next) if period > clock_period && next > period => {
+                period = next;
+                base = 0;
+            }
+            _ => return Err(Overflow { period }),
+        }
     }
     let end = base.saturating_add(size.max(1)).min(capacity);
     Ok(CounterBlock { period, start: base + 1, end })
@@ -873,17 +905,61 @@ mod tests {
 
     #[test]
     fn counter_blocks() {
+        let minutes = |k: i64| Some(k + 60);
+        let block = |stored, want, clock, size, cap| counter_block(stored, want, clock, size, cap, minutes);
         // same period: continue above the stored maximum
-        assert_eq!(counter_block((100, 50), 100, 10, 999), Ok(CounterBlock { period: 100, start: 51, end: 60 }));
+        assert_eq!(block((100, 50), 100, 100, 10, 999), Ok(CounterBlock { period: 100, start: 51, end: 60 }));
         // a later period starts at 1
-        assert_eq!(counter_block((100, 50), 160, 10, 999), Ok(CounterBlock { period: 160, start: 1, end: 10 }));
+        assert_eq!(block((100, 50), 160, 160, 10, 999), Ok(CounterBlock { period: 160, start: 1, end: 10 }));
         // an earlier period (clock stepped back) continues in the stored one
-        assert_eq!(counter_block((100, 50), 40, 10, 999), Ok(CounterBlock { period: 100, start: 51, end: 60 }));
+        assert_eq!(block((100, 50), 40, 40, 10, 999), Ok(CounterBlock { period: 100, start: 51, end: 60 }));
         // the block is cut at the capacity, then the period is full
-        assert_eq!(counter_block((100, 995), 100, 10, 999), Ok(CounterBlock { period: 100, start: 996, end: 999 }));
-        assert_eq!(counter_block((100, 999), 100, 10, 999), Err(Overflow { period: 100 }));
+        assert_eq!(block((100, 995), 100, 100, 10, 999), Ok(CounterBlock { period: 100, start: 996, end: 999 }));
+        assert_eq!(block((100, 999), 100, 100, 10, 999), Err(Overflow { period: 100 }));
+        // full while the clock is behind it: the next period, never an earlier one
+        assert_eq!(block((100, 999), 40, 40, 10, 999), Ok(CounterBlock { period: 160, start: 1, end: 10 }));
+        assert_eq!(block((100, 999), 100, 40, 10, 999), Ok(CounterBlock { period: 160, start: 1, end: 10 }));
+        // without periods a full counter is full
+        assert_eq!(counter_block((0, 99), 0, -5, 10, 99, |_| None), Err(Overflow { period: 0 }));
         // first block ever
-        assert_eq!(counter_block((i64::MIN, 0), 5, 10, 99), Ok(CounterBlock { period: 5, start: 1, end: 10 }));
+        assert_eq!(block((i64::MIN, 0), 5, 5, 10, 99), Ok(CounterBlock { period: 5, start: 1, end: 10 }));
+    }
+
+    proptest! {
+        /// Whatever the clock does (minutes that step back and forth, as after a fall-back or
+        /// a zone moved west), the blocks the catalog hands out never share a (period,
+        /// counter) pair, a period is never re-entered once left, and a request never fails
+        /// while the clock is behind the stored period.
+        #[test]
+        fn counter_blocks_never_repeat_and_never_stall_behind(
+            clocks in proptest::collection::vec(0i64..30, 1..200),
+            sizes in proptest::collection::vec(1i64..40, 200),
+        ) {
+            let capacity = 99;
+            let after = |k: i64| Some(k + 60);
+            let mut stored = (i64::MIN, 0);
+            let mut issued = std::collections::HashSet::new();
+            let mut left = std::collections::BTreeSet::new();
+            for (minute, size) in clocks.iter().zip(&sizes) {
+                let clock = minute * 60;
+                match counter_block(stored, clock, clock, *size, capacity, after) {
+                    Ok(b) => {
+                        prop_assert!(b.period >= stored.0 || stored.0 == i64::MIN);
+                        prop_assert!(!left.contains(&b.period), "period {} re-entered", b.period);
+                        if b.period != stored.0 && stored.0 != i64::MIN {
+                            left.insert(stored.0);
+                        }
+                        for c in b.start..=b.end {
+                            prop_assert!(issued.insert((b.period, c)), "({}, {}) twice", b.period, c);
+                        }
+                        stored = (b.period, b.end);
+                    }
+                    Err(Overflow { period }) => {
+                        prop_assert!(period <= clock, "full period {} although the clock is behind it", period);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -80,8 +80,8 @@ fn drop_tag(tag: &str) -> Result<()> {
 
 /// Let several independent servers (each with its own catalog and a distinct
 /// `seqgen.node_id`) draw from this tag without collisions: from the commit on, its IDs are
-/// `counter << node_bits | seqgen.node_id`. Values stay above every ID issued before; node bits
-/// can grow later but never shrink. Transactional.
+/// `counter << node_bits | seqgen.node_id`. Values stay above every ID issued before. Set once:
+/// node bits never change afterwards (see `set_node_bits`). Transactional.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_set_node_bits(biz_tag: &str, node_bits: i32) {
     set_node_bits(biz_tag, node_bits).or_raise()
@@ -113,13 +113,17 @@ fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
         return Err(SeqgenError::Unsupported("node bits cannot be combined with opaque IDs".into()));
     }
     let current = current.unwrap_or(0);
-    if bits < current {
-        return Err(SeqgenError::InvalidArgument(format!(
-            "node bits can only grow (tag \"{tag}\" has {current}): fewer bits would let later IDs meet earlier ones"
-        )));
-    }
     if bits == current {
         return Ok(());
+    }
+    if current != 0 {
+        // Fewer bits let later values meet earlier ones on this server. More bits let them
+        // meet another server's: a server added with a node id that only the wider field can
+        // hold counts from its own (low) counter, onto values this server issued before.
+        return Err(SeqgenError::InvalidArgument(format!(
+            "tag \"{tag}\" already has {current} node bits, and node bits cannot change once set: \
+             with other widths, values of this server and of servers added later could meet"
+        )));
     }
     Spi::run_with_args(
         "UPDATE seqgen.alloc SET node_bits = $2 WHERE biz_tag OPERATOR(pg_catalog.=) $1",
@@ -318,7 +322,8 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
 fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
     crate::plumbing::wait::begin_call();
     let ranges = next_batch(biz_tag, n).or_raise();
-    SetOfIterator::new(ranges.into_iter().flat_map(|(start, len, p)| (start..start + len).map(move |v| p.present(v))))
+    // `start + i` never overflows: a range ends at or below i64::MAX (`start + len` may not)
+    SetOfIterator::new(ranges.into_iter().flat_map(|(start, len, p)| (0..len).map(move |i| p.present(start + i))))
 }
 
 /// How a segment's counter values become IDs, captured (with the tag's key) when the values

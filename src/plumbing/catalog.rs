@@ -234,7 +234,7 @@ impl Plans {
         if ident_of(row.get(3)?, row.get(4)?) != expect || (current.as_str(), zone.as_str()) != template {
             return Ok(OrderReserve::Stale);
         }
-        let Ok(t) = template::parse(&current) else {
+        let (Ok(t), Ok(tz)) = (template::parse(&current), template::parse_time_zone(&zone)) else {
             return Ok(OrderReserve::Missing);
         };
         let unit = template::unit_name(t.unit());
@@ -248,7 +248,9 @@ impl Plans {
         // At most a tenth of the period's capacity per block: what a period change leaves
         // unused in a prefetched block is lost to that period, so this bounds the loss.
         let block = size(step as i64).min((t.capacity() / 10).max(1));
-        match counter_block(stored, want, block, t.capacity()) {
+        let clock = t.locate(tz, crate::plumbing::shmem::now_ms()).key;
+        let after = |key| t.unit().and_then(|u| template::next_key(key, u));
+        match counter_block(stored, want, clock, block, t.capacity(), after) {
             Ok(block) => {
                 client.update(
                     &self.counter_set,

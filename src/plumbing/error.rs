@@ -59,6 +59,8 @@ pub enum SeqgenError {
     OrderOverflow { tag: String, capacity: i64 },
     #[error("{0}")]
     Unsupported(String),
+    #[error("cannot PREPARE a transaction that wrote a pg_seqgen snowflake or UUIDv7 reservation")]
+    PreparedReservation,
     #[error("the pg_seqgen catalog is at version {0}, older than the loaded library")]
     NeedsUpdate(String),
     #[error("the pg_seqgen allocation worker could not serve tag \"{tag}\": {detail}")]
@@ -98,7 +100,7 @@ impl SeqgenError {
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyTags(_) => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
             TooManyDatabases(_) => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            Unsupported(_) => ERRCODE_FEATURE_NOT_SUPPORTED,
+            Unsupported(_) | PreparedReservation => ERRCODE_FEATURE_NOT_SUPPORTED,
             Internal(_) => ERRCODE_INTERNAL_ERROR,
         }
     }
@@ -124,6 +126,7 @@ impl SeqgenError {
             NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),
             NeedsUpdate(_) => "Run ALTER EXTENSION pg_seqgen UPDATE in this database.".into(),
             WorkerFailed { .. } => "Only this tag's request failed; see seqgen_worker_status() and the server log.".into(),
+            PreparedReservation => "A raised reservation must count from the moment its transaction commits, which a prepared transaction cannot promise: write it in a transaction that commits without PREPARE TRANSACTION.".into(),
             OrderOverflow { .. } => "Use a wider {seq:N} or a finer period; for periods of a second, seqgen.order_no_overflow = wait waits for the next second instead.".into(),
             _ => return None,
         })

@@ -9,5 +9,6 @@ pub mod error;
 pub mod guc;
 pub mod local;
 pub mod pending;
+pub mod session;
 pub mod shmem;
 pub mod wait;

@@ -10,6 +10,19 @@
 //! prepared transaction ends). An abort forgets the queue, so nothing leaks into the
 //! backend's next transaction.
 //!
+//! Every action belongs to the subtransaction that queued it: rolling back to a savepoint
+//! forgets what was queued since (`ROLLBACK TO SAVEPOINT`, a PL/pgSQL exception block, a
+//! failed statement of a client that retries with savepoints), and a released savepoint hands
+//! its actions to its parent.
+//!
+//! An action that must run exactly when the transaction commits (`BeforeCommit`: raising a
+//! generator above a reservation written in the transaction) cannot follow a prepared
+//! transaction: its commit (`COMMIT PREPARED`, from any session, maybe after a restart that
+//! lost this backend's queue) comes later, and its rollback must leave no trace. So such a
+//! transaction cannot be prepared (SQLSTATE 0A000, as PostgreSQL refuses to prepare a
+//! transaction that used temporary objects); every other action is safe to carry out early, at
+//! the prepare.
+//!
 //! `DROP EXTENSION` (or `DROP SCHEMA seqgen CASCADE`) fires no row trigger; an object-access
 //! hook sees the catalog table being dropped and queues the retirement of every slot.
 //!
@@ -41,7 +54,9 @@ pub enum Action {
 #[derive(Default)]
 struct Queue {
     registered: bool,
-    actions: Vec<Action>,
+    /// Each action with the subtransaction that queued it (or that inherited it from a
+    /// released child).
+    actions: Vec<(pg_sys::SubTransactionId, Action)>,
     /// The areas this transaction holds until it ends (claimed for `CREATE EXTENSION`, or
     /// held by a command that needs a database to itself).
     holding: Vec<&'static crate::plumbing::shmem::Header>,
@@ -52,14 +67,40 @@ static QUEUE: BackendLocal<Queue> = BackendLocal::new();
 /// Queue `action` for the commit (or prepare) of the current transaction.
 pub fn at_commit(action: Action) {
     register();
-    QUEUE.get().actions.push(action);
+    let sub = unsafe { pg_sys::GetCurrentSubTransactionId() };
+    QUEUE.get().actions.push((sub, action));
 }
 
 fn register() {
     let mut q = QUEUE.get();
     if !q.registered {
-        unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
+            pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+        }
         q.registered = true;
+    }
+}
+
+/// A subtransaction ends: a rolled-back one takes its actions with it, a released one hands
+/// them to its parent.
+#[pg_guard]
+unsafe extern "C-unwind" fn subxact_callback(
+    event: pg_sys::SubXactEvent::Type,
+    my_subid: pg_sys::SubTransactionId,
+    parent_subid: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::SubXactEvent::*;
+    let mut q = QUEUE.get();
+    match event {
+        SUBXACT_EVENT_ABORT_SUB => q.actions.retain(|(sub, _)| *sub != my_subid),
+        SUBXACT_EVENT_COMMIT_SUB => {
+            for (sub, _) in q.actions.iter_mut().filter(|(sub, _)| *sub == my_subid) {
+                *sub = parent_subid;
+            }
+        }
+        _ => {}
     }
 }
 
@@ -68,7 +109,12 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
     use pg_sys::XactEvent::*;
     match event {
         XACT_EVENT_PRE_COMMIT | XACT_EVENT_PARALLEL_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => {
-            for f in take_before_commit() {
+            let before = take_before_commit();
+            if event == XACT_EVENT_PRE_PREPARE && !before.is_empty() {
+                // the transaction aborts; its queue is cleared by the abort
+                crate::plumbing::error::SeqgenError::PreparedReservation.raise();
+            }
+            for f in before {
                 f();
             }
             // may raise "too many databases": the transaction (CREATE EXTENSION) aborts
@@ -80,7 +126,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
         }
         XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => {
             let actions = std::mem::take(&mut QUEUE.get().actions);
-            for a in actions {
+            for (_, a) in actions {
                 match a {
                     Action::Retire(name) => crate::plumbing::shmem::retire(name.as_bytes()),
                     Action::RetireAll => crate::plumbing::shmem::retire_all(),
@@ -101,17 +147,21 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
 /// they run).
 fn take_before_commit() -> Vec<Box<dyn FnOnce()>> {
     let mut q = QUEUE.get();
-    let (before, rest): (Vec<Action>, Vec<Action>) =
-        std::mem::take(&mut q.actions).into_iter().partition(|a| matches!(a, Action::BeforeCommit(_)));
+    let (before, rest): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut q.actions).into_iter().partition(|(_, a)| matches!(a, Action::BeforeCommit(_)));
     q.actions = rest;
-    before.into_iter().filter_map(|a| if let Action::BeforeCommit(f) = a { Some(f) } else { None }).collect()
+    before.into_iter().filter_map(|(_, a)| if let Action::BeforeCommit(f) = a { Some(f) } else { None }).collect()
 }
 
 /// Is this transaction creating pg_seqgen (its commit will claim the area)? Other
 /// extensions created meanwhile do not count.
 pub fn creating_extension() -> bool {
-    let created: Vec<pg_sys::Oid> =
-        QUEUE.get().actions.iter().filter_map(|a| if let Action::Attach(o) = a { Some(*o) } else { None }).collect();
+    let created: Vec<pg_sys::Oid> = QUEUE
+        .get()
+        .actions
+        .iter()
+        .filter_map(|(_, a)| if let Action::Attach(o) = a { Some(*o) } else { None })
+        .collect();
     if created.is_empty() {
         return false;
     }

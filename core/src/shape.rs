@@ -1,0 +1,277 @@
+//! Can two templates render the same text? Templates are fixed-width fields and literals, so
+//! for one tag and node id every text a template renders has the same length, and each
+//! position holds either one fixed character or a digit from a known set: its *shape*.
+//! Two templates whose shapes differ in length, or at some position have no character in
+//! common, can never render the same text. Otherwise they may, and whether a change from one
+//! to the other is safe depends on their date fields:
+//!
+//! * when the new template renders every date field of the old one at the same position, and
+//!   the old one tells its periods apart, a text of the new template for a period (of the old
+//!   template's unit) after the old template's last one differs from every text of the old
+//!   template in the digits of that date: the change is safe from the next period on;
+//! * otherwise they may meet in any period, and the change is refused.
+//!
+//! The shapes over-approximate the texts (a check digit or a day of 39 is in the shape but
+//! never rendered), so "apart" is always true and "may meet" is sometimes cautious.
+
+use chrono::{Datelike, Timelike};
+
+use crate::template::{local_of_key, Part, Template, Unit};
+
+/// One position of a shape: a fixed character, or a set of digits (bit d set: digit d).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    Char(char),
+    Digits(u16),
+}
+
+const ANY: u16 = 0x3ff;
+
+/// The digits `lo..=hi`.
+const fn span(lo: u32, hi: u32) -> u16 {
+    (((1u32 << (hi + 1)) - 1) & !((1u32 << lo) - 1)) as u16
+}
+
+impl Cell {
+    fn meets(self, other: Cell) -> bool {
+        match (self, other) {
+            (Cell::Char(a), Cell::Char(b)) => a == b,
+            (Cell::Char(c), Cell::Digits(d)) | (Cell::Digits(d), Cell::Char(c)) => {
+                c.is_ascii_digit() && d & (1 << (c as u32 - '0' as u32)) != 0
+            }
+            (Cell::Digits(a), Cell::Digits(b)) => a & b != 0,
+        }
+    }
+
+    /// A character both cells allow (for messages), if any.
+    fn common(self, other: Cell) -> Option<char> {
+        match (self, other) {
+            (Cell::Char(a), Cell::Char(b)) => (a == b).then_some(a),
+            (Cell::Char(c), d @ Cell::Digits(_)) | (d @ Cell::Digits(_), Cell::Char(c)) => {
+                d.meets(Cell::Char(c)).then_some(c)
+            }
+            (Cell::Digits(a), Cell::Digits(b)) => {
+                let both = a & b;
+                (both != 0).then(|| char::from(b'0' + both.trailing_zeros() as u8))
+            }
+        }
+    }
+}
+
+/// Which date a date field renders.
+fn date_kind(p: &Part) -> Option<u8> {
+    Some(match p {
+        Part::Year4 => 0,
+        Part::Year2 => 1,
+        Part::Month => 2,
+        Part::Day => 3,
+        Part::Hour => 4,
+        Part::Minute => 5,
+        Part::Second => 6,
+        _ => return None,
+    })
+}
+
+/// The shape of every text `t` renders for tag `tag` on node `node`, and where its date
+/// fields stand (character offset, field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    pub cells: Vec<Cell>,
+    dates: Vec<(usize, u8)>,
+}
+
+pub fn shape(t: &Template, tag: &str, node: u32) -> Shape {
+    let mut cells = vec![];
+    let mut dates = vec![];
+    let chars = |cells: &mut Vec<Cell>, s: &str| cells.extend(s.chars().map(Cell::Char));
+    for p in t.parts() {
+        if let Some(kind) = date_kind(p) {
+            dates.push((cells.len(), kind));
+        }
+        match p {
+            Part::Literal(s) => chars(&mut cells, s),
+            Part::Tag => chars(&mut cells, tag),
+            Part::Node { width: None } => chars(&mut cells, &node.to_string()),
+            Part::Node { width: Some(w) } => chars(&mut cells, &format!("{:0w$}", node, w = *w as usize)),
+            Part::Year4 => cells.extend([Cell::Digits(ANY); 4]),
+            Part::Year2 => cells.extend([Cell::Digits(ANY); 2]),
+            Part::Month => cells.extend([Cell::Digits(span(0, 1)), Cell::Digits(ANY)]),
+            Part::Day => cells.extend([Cell::Digits(span(0, 3)), Cell::Digits(ANY)]),
+            Part::Hour => cells.extend([Cell::Digits(span(0, 2)), Cell::Digits(ANY)]),
+            Part::Minute | Part::Second => cells.extend([Cell::Digits(span(0, 5)), Cell::Digits(ANY)]),
+            Part::Seq { width, .. } => cells.extend(std::iter::repeat_n(Cell::Digits(ANY), *width as usize)),
+            Part::Check => cells.push(Cell::Digits(ANY)),
+        }
+    }
+    Shape { cells, dates }
+}
+
+impl Shape {
+    /// May a text of this shape equal a text of `other`?
+    pub fn meets(&self, other: &Shape) -> bool {
+        self.cells.len() == other.cells.len() && self.cells.iter().zip(&other.cells).all(|(a, b)| a.meets(*b))
+    }
+
+    /// A text both shapes allow, to show in messages (`None` when they never meet).
+    pub fn example(&self, other: &Shape) -> Option<String> {
+        if self.cells.len() != other.cells.len() {
+            return None;
+        }
+        self.cells.iter().zip(&other.cells).map(|(a, b)| a.common(*b)).collect()
+    }
+}
+
+/// May a change from template `old` to template `new` render a text `old` rendered before?
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Never: the texts of the two differ in length or at a fixed position.
+    Apart,
+    /// Only in a period of `unit` (the old template's) that the old template issued numbers
+    /// in: from the period after the old template's last one, never.
+    ApartAfter(Unit),
+    /// In any period.
+    Meet,
+}
+
+pub fn compare(old: &Template, new: &Template, tag: &str, node: u32) -> Verdict {
+    let (a, b) = (shape(old, tag, node), shape(new, tag, node));
+    if !a.meets(&b) {
+        return Verdict::Apart;
+    }
+    match old.unit() {
+        // the old template tells its periods apart, and the new one renders each of its
+        // date fields at the same place: equal texts would show the same period
+        Some(unit) if old.repeats_every().is_none() && a.dates.iter().all(|d| b.dates.contains(d)) => {
+            Verdict::ApartAfter(unit)
+        }
+        _ => Verdict::Meet,
+    }
+}
+
+/// The local date and time a period key stands for, as a template of `unit` shows it
+/// (`2026-11-24`, `2026-11-24 13:00`), for messages.
+pub fn period_text(key: i64, unit: Unit) -> String {
+    let t = local_of_key(key);
+    let date = format!("{:04}-{:02}-{:02}", t.year(), t.month(), t.day());
+    match unit {
+        Unit::Year => format!("{:04}", t.year()),
+        Unit::Month => format!("{:04}-{:02}", t.year(), t.month()),
+        Unit::Day => date,
+        Unit::Hour | Unit::Minute => format!("{date} {:02}:{:02}", t.hour(), t.minute()),
+        Unit::Second => format!("{date} {:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::opaque::Key;
+    use crate::template::{parse, parse_time_zone, truncate_key, Tz};
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn verdict(old: &str, new: &str) -> Verdict {
+        compare(&parse(old).unwrap(), &parse(new).unwrap(), "t", 7)
+    }
+
+    #[test]
+    fn the_reproduced_changes_are_caught() {
+        // plain to opaque: the same digits in another order
+        assert_eq!(
+            verdict("SN{yyyy}{MM}{dd}{seq:4}", "SN{yyyy}{MM}{dd}{seq:4:opaque}"),
+            Verdict::ApartAfter(Unit::Day)
+        );
+        // a counter one digit wider in place of counter + check digit
+        assert_eq!(verdict("C{yyyy}{MM}{dd}{seq:4}{check}", "C{yyyy}{MM}{dd}{seq:5}"), Verdict::ApartAfter(Unit::Day));
+        // an hour field where the counter's first digits were
+        assert_eq!(verdict("SN{yyyy}{MM}{dd}{seq:6}", "SN{yyyy}{MM}{dd}{HH}{seq:4}"), Verdict::ApartAfter(Unit::Day));
+    }
+
+    #[test]
+    fn apart_meet_and_alignment() {
+        assert_eq!(verdict("SN{yyyy}{MM}{dd}{seq:4}", "SO{yyyy}{MM}{dd}{seq:4}"), Verdict::Apart);
+        assert_eq!(verdict("SN{yyyy}{MM}{dd}{seq:4}", "SN{yyyy}{MM}{dd}{seq:5}"), Verdict::Apart);
+        // the date moved: 2026-11-05 and 2026-05-11 read the same
+        assert_eq!(verdict("{yyyy}{MM}{dd}-{seq:4}", "{yyyy}{dd}{MM}-{seq:4}"), Verdict::Meet);
+        // no date to tell periods apart
+        assert_eq!(verdict("QJ{seq:6}", "QJ{seq:6:opaque}"), Verdict::Meet);
+        // the old template repeats its periods (allow_repeats)
+        assert_eq!(verdict("{dd}-{seq:4}", "{dd}-{seq:4:opaque}"), Verdict::Meet);
+        // a digit literal meets a digit field, a letter does not
+        assert_eq!(verdict("A{seq:3}", "{seq:4}"), Verdict::Apart);
+        assert_eq!(verdict("1{seq:3}", "{seq:4}"), Verdict::Meet);
+        // {tag} and {node} are the tag's name and the node id
+        assert_eq!(verdict("{tag}{seq:3}", "t{seq:3}"), Verdict::Meet);
+        assert_eq!(verdict("{node:2}{seq:3}", "08{seq:3}"), Verdict::Apart);
+        assert_eq!(verdict("{node:2}{seq:3}", "07{seq:3}"), Verdict::Meet);
+        // months never start with 2
+        assert_eq!(verdict("{MM}{seq:2}{yyyy}", "2{seq:3}{yyyy}"), Verdict::Apart);
+        let (a, b) = (shape(&parse("A{seq:2}").unwrap(), "", 0), shape(&parse("A1{seq:1}").unwrap(), "", 0));
+        assert_eq!(a.example(&b).as_deref(), Some("A10"));
+    }
+
+    /// Templates built from a few parts, so that pairs of the same length are common: some of
+    /// the date fields, in any order, a literal, the counter, maybe a check digit.
+    fn template() -> impl Strategy<Value = String> {
+        let dates = proptest::sample::subsequence(vec!["{yy}", "{MM}", "{dd}", "{HH}"], 0..=4).prop_shuffle();
+        let lit = prop_oneof![Just(""), Just("A"), Just("1"), Just("-")];
+        (dates, lit.clone(), 1u8..=2, any::<bool>(), any::<bool>(), lit).prop_map(|(dates, a, w, opaque, check, b)| {
+            let seq = if opaque { format!("{{seq:{w}:opaque}}") } else { format!("{{seq:{w}}}") };
+            let tail = if check { "{check}" } else { "" };
+            format!("{a}{}{seq}{b}{tail}", dates.concat())
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// Every text two templates really render alike, over a few periods (hours 1 to 4 of
+        /// days 1 to 4 of months 1 to 4 of 2026, so that swapped date fields meet, and `{yy}`
+        /// does not wrap) and every counter value: apart templates never render one, and
+        /// templates apart after a period render one only for the same period of the old
+        /// template's unit (so from the next period on, never).
+        #[test]
+        fn verdicts_agree_with_rendering(
+            old in template(),
+            new in template(),
+            moments in proptest::collection::vec((1u32..=4, 1u32..=4, 1u32..=4), 1..10),
+        ) {
+            let (a, b) = (parse(&old).unwrap(), parse(&new).unwrap());
+            let v = compare(&a, &b, "t", 7);
+            let key = Key::from_bytes(&[3u8; 32]).unwrap();
+            let texts = |t: &crate::template::Template| -> HashMap<String, Vec<i64>> {
+                let mut out: HashMap<String, Vec<i64>> = HashMap::new();
+                for (month, day, hour) in &moments {
+                    let at = chrono::NaiveDate::from_ymd_opt(2026, *month, *day).unwrap().and_hms_opt(*hour, 30, 0).unwrap();
+                    let period = t.locate(Tz::UTC, at.and_utc().timestamp_millis()).key;
+                    for seq in 1..=t.capacity() as u64 {
+                        out.entry(t.render_with_key(period, seq, 7, "t", Some(key))).or_default().push(period);
+                    }
+                }
+                out
+            };
+            let (ta, tb) = (texts(&a), texts(&b));
+            let pairs = tb.iter().filter_map(|(text, kbs)| ta.get(text).map(|kas| (text, kbs, kas)));
+            for (text, kbs, kas) in pairs {
+                for (kb, ka) in kbs.iter().flat_map(|kb| kas.iter().map(move |ka| (kb, ka))) {
+                    match v {
+                        Verdict::Apart => prop_assert!(false, "{old} and {new} are apart but both render {text}"),
+                        Verdict::ApartAfter(unit) => prop_assert_eq!(
+                            truncate_key(*kb, unit), truncate_key(*ka, unit),
+                            "{} and {} render {} in different periods", old, new, text
+                        ),
+                        Verdict::Meet => {}
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn period_texts() {
+        let t = parse("{yyyy}{MM}{dd}{HH}{seq:2}").unwrap();
+        let k = t.locate(parse_time_zone("Asia/Shanghai").unwrap(), 1_793_577_600_000).key;
+        assert_eq!(period_text(k, Unit::Hour), "2026-11-02 08:00");
+        assert_eq!(period_text(k, Unit::Day), "2026-11-02");
+        assert_eq!(period_text(k, Unit::Month), "2026-11");
+    }
+}
