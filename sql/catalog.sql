@@ -28,6 +28,17 @@ CREATE TABLE seqgen.alloc (
     -- The row's identity (with the table's OID): checked by the worker at load, prefetch and
     -- publish. Never changes.
     tag_id      pg_catalog.int8 NOT NULL DEFAULT pg_catalog.nextval('seqgen.tag_id_seq'::pg_catalog.regclass),
+    -- Who may draw (like USAGE on a sequence): the owner (the creator), its members and
+    -- superusers; roles granted with seqgen_grant (drawers; public_draw: everyone). Only the
+    -- owner changes the tag.
+    owner       pg_catalog.regrole NOT NULL
+                DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(CURRENT_USER::pg_catalog.text)),
+    public_draw pg_catalog.bool NOT NULL DEFAULT false,
+    drawers     pg_catalog.regrole[] NOT NULL DEFAULT '{}'::pg_catalog.regrole[],
+    -- The last seqgen_restart: max_id before it and the max_id it set (seqgen_restart_undo
+    -- takes it back while max_id is still restarted_to, i.e. nothing was reserved since).
+    restarted_from pg_catalog.int8,
+    restarted_to   pg_catalog.int8,
     CHECK (node_bits OPERATOR(pg_catalog.=) 0 OR opaque_from IS NULL)
 );
 COMMENT ON TABLE seqgen.alloc IS
@@ -62,12 +73,14 @@ BEGIN
             USING ERRCODE = 'check_violation',
                   HINT = 'Use seqgen_make_opaque().';
     END IF;
-    IF NEW.node_bits OPERATOR(pg_catalog.<) OLD.node_bits THEN
-        RAISE EXCEPTION 'node_bits of tag "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.node_bits, NEW.node_bits
+    IF OLD.node_bits OPERATOR(pg_catalog.<>) 0 AND NEW.node_bits OPERATOR(pg_catalog.<>) OLD.node_bits THEN
+        RAISE EXCEPTION 'node_bits of tag "%" cannot change once set (from % to %)', OLD.biz_tag, OLD.node_bits, NEW.node_bits
             USING ERRCODE = 'check_violation',
-                  HINT = 'Fewer node bits would let later IDs meet earlier ones.';
+                  HINT = 'With other widths, values of this server and of servers added later could meet.';
     END IF;
-    IF NEW.max_id OPERATOR(pg_catalog.<) OLD.max_id THEN
+    -- seqgen_restart_undo alone may take max_id back (to before a restart nothing was drawn after)
+    IF NEW.max_id OPERATOR(pg_catalog.<) OLD.max_id
+       AND pg_catalog.current_setting('seqgen.rewinding', true) IS DISTINCT FROM 'on' THEN
         RAISE EXCEPTION 'max_id of tag "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.max_id, NEW.max_id
             USING ERRCODE = 'check_violation',
                   HINT = 'Lowering max_id would hand out IDs again. It may only grow.';
@@ -110,7 +123,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
-        IF NEW.reserved_id OPERATOR(pg_catalog.<) OLD.reserved_id THEN
+        -- seqgen_snowflake_rewind alone may lower it (a floor accepted by mistake)
+        IF NEW.reserved_id OPERATOR(pg_catalog.<) OLD.reserved_id
+           AND pg_catalog.current_setting('seqgen.rewinding', true) IS DISTINCT FROM 'on' THEN
             RAISE EXCEPTION 'the snowflake reservation cannot decrease (from % to %)', OLD.reserved_id, NEW.reserved_id
                 USING ERRCODE = 'check_violation',
                       HINT = 'Lowering it would let snowflake IDs be issued again after a restart.';
@@ -146,7 +161,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
-        IF NEW.reserved_id OPERATOR(pg_catalog.<) OLD.reserved_id THEN
+        -- seqgen_uuidv7_rewind alone may lower it (a floor accepted by mistake)
+        IF NEW.reserved_id OPERATOR(pg_catalog.<) OLD.reserved_id
+           AND pg_catalog.current_setting('seqgen.rewinding', true) IS DISTINCT FROM 'on' THEN
             RAISE EXCEPTION 'the UUIDv7 reservation cannot decrease (from % to %)', OLD.reserved_id, NEW.reserved_id
                 USING ERRCODE = 'check_violation',
                       HINT = 'Lowering it would let UUIDs be issued again after a restart.';
@@ -195,6 +212,50 @@ CREATE TABLE seqgen.order_counter (
 COMMENT ON TABLE seqgen.order_counter IS
     'pg_seqgen order-number counters per tag and period unit; (period_key, period_max) never decreases';
 SELECT pg_catalog.pg_extension_config_dump('seqgen.order_counter', '');
+
+-- Every template a tag has used: a new template may not render a number one of them
+-- rendered (seqgen_set_template checks it). last_key: the latest period (key, as in
+-- order_counter) the template issued numbers in, set when it was replaced; NULL while in use.
+CREATE TABLE seqgen.template_history (
+    biz_tag     pg_catalog.text NOT NULL REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
+    template    pg_catalog.text NOT NULL,
+    last_key    pg_catalog.int8,
+    PRIMARY KEY (biz_tag, template)
+);
+COMMENT ON TABLE seqgen.template_history IS
+    'pg_seqgen: every template a tag has used, and the last period it issued numbers in';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.template_history', '');
+
+CREATE FUNCTION seqgen.template_history_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        -- allowed only with the tag itself (ON DELETE CASCADE)
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the template history of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'A template forgotten here could be followed by one that repeats its numbers.';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag OR NEW.template OPERATOR(pg_catalog.<>) OLD.template THEN
+        RAISE EXCEPTION 'the template history of tag "%" cannot be rewritten', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF NEW.last_key OPERATOR(pg_catalog.<) OLD.last_key THEN
+        RAISE EXCEPTION 'the last period of template "%" of tag "%" cannot go back', OLD.template, OLD.biz_tag
+            USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER template_history_guard BEFORE UPDATE OR DELETE ON seqgen.template_history
+    FOR EACH ROW EXECUTE FUNCTION seqgen.template_history_guard();
+CREATE TRIGGER template_history_no_truncate BEFORE TRUNCATE ON seqgen.template_history
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
 
 CREATE FUNCTION seqgen.template_guard() RETURNS trigger
 LANGUAGE plpgsql
@@ -307,6 +368,8 @@ ALTER TABLE seqgen.order_counter ENABLE ALWAYS TRIGGER order_counter_guard;
 ALTER TABLE seqgen.order_counter ENABLE ALWAYS TRIGGER order_counter_no_truncate;
 ALTER TABLE seqgen.opaque_key ENABLE ALWAYS TRIGGER opaque_key_guard;
 ALTER TABLE seqgen.opaque_key ENABLE ALWAYS TRIGGER opaque_key_no_truncate;
+ALTER TABLE seqgen.template_history ENABLE ALWAYS TRIGGER template_history_guard;
+ALTER TABLE seqgen.template_history ENABLE ALWAYS TRIGGER template_history_no_truncate;
 
 REVOKE ALL ON SCHEMA seqgen FROM PUBLIC;
 REVOKE ALL ON SEQUENCE seqgen.tag_id_seq FROM PUBLIC;
@@ -315,3 +378,4 @@ REVOKE ALL ON TABLE seqgen.alloc FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.snowflake FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.template FROM PUBLIC;
 REVOKE ALL ON TABLE seqgen.opaque_key FROM PUBLIC;
+REVOKE ALL ON TABLE seqgen.template_history FROM PUBLIC;

@@ -25,5 +25,13 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_restart_undo(pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_rewind(pg_catalog.int8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.int8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_grant(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_revoke(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_alloc_acl_changed() FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
 -- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode): they read no state and can be used in CHECK constraints.

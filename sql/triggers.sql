@@ -2,6 +2,11 @@
 CREATE TRIGGER alloc_deleted AFTER DELETE ON seqgen.alloc
     FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_alloc_deleted();
 
+-- Every backend checks again who may draw when an owner or grant change commits.
+CREATE TRIGGER alloc_acl_changed AFTER UPDATE OF owner, public_draw, drawers ON seqgen.alloc
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_alloc_acl_changed();
+ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_acl_changed;
+
 -- Read a tag's template again when a change to it commits (not on counter updates).
 CREATE TRIGGER template_changed AFTER INSERT OR DELETE OR UPDATE OF template, time_zone ON seqgen.template
     FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_template_changed();

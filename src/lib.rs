@@ -35,7 +35,7 @@ extension_sql_file!(
     "../sql/adopt.sql",
     name = "adopt",
     requires =
-        [generators::segment::seqgen_create, generators::segment::seqgen_next, generators::snowflake::seqgen_snowflake]
+        [generators::tags::seqgen_create, generators::segment::seqgen_next, generators::snowflake::seqgen_snowflake]
 );
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 

@@ -24,6 +24,16 @@ fn seqgen_alloc_deleted<'a>(
     Ok(None)
 }
 
+/// AFTER UPDATE OF owner, public_draw, drawers on the catalog: when the change commits (or
+/// is prepared), every backend checks its cached answer to "may I draw from this tag" again.
+#[pg_trigger]
+fn seqgen_alloc_acl_changed<'a>(
+    _trigger: &'a PgTrigger<'a>,
+) -> std::result::Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgHeapTupleError> {
+    at_commit(Action::AclChanged);
+    Ok(None)
+}
+
 /// AFTER INSERT, DELETE, or UPDATE OF template, time_zone on `seqgen.template`: when the change
 /// commits, the tag's slot is retired, so counter blocks reserved for the old template (whose
 /// period unit may differ) are never rendered with the new one; the next call reloads the tag

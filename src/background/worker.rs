@@ -135,20 +135,52 @@ enum Probe {
 /// and UUIDv7 reservations (whatever the catalog's version: a database not yet updated
 /// still holds IDs) and raise the server's generators above them (`raised`: what to do with
 /// each).
+///
+/// A lock that keeps the read waiting (a reservation table or `pg_extension` locked by a
+/// prepared transaction, say) is waited for at most `STARTUP_LOCK_TIMEOUT`; then every
+/// version of the reservation rows is read without the lock (`reservation_read_unlocked`,
+/// an upper bound of the committed value), with a warning, so that one database cannot keep
+/// the clocks of the others closed, nor its own.
 fn probe(raised: impl Fn(Kind, i64)) -> Result<Probe, JobError> {
-    in_transaction(std::panic::AssertUnwindSafe(|| {
-        in_subtransaction(|c| {
-            if catalog::extension_version(c)?.is_none() {
-                return Ok(Probe::Absent);
-            }
-            for kind in Kind::ALL {
-                raised(kind, catalog::reservation_read_any(c, kind.table())?);
-            }
-            Ok(Probe::Serving(crate::plumbing::directory::current_database()))
-        })
-    }))
-    .and_then(|r| r)
+    let normal = crate::plumbing::session::with_settings(&[("lock_timeout", STARTUP_LOCK_TIMEOUT)], || {
+        in_transaction(std::panic::AssertUnwindSafe(|| {
+            in_subtransaction(|c| {
+                if catalog::extension_version(c)?.is_none() {
+                    return Ok(None);
+                }
+                Ok(Some([catalog::reservation_read_any(c, 0)?, catalog::reservation_read_any(c, 1)?]))
+            })
+        }))
+        .and_then(|r| r)
+    });
+    let (found, how) = match normal {
+        Ok(found) => (found, None),
+        Err(e) if e.locked => {
+            // installed: its reservation tables exist (0.1.0 had no UUIDv7 table: 0)
+            let found = in_transaction(|| {
+                let read = Kind::ALL.map(|k| catalog::reservation_read_unlocked(k.table()));
+                read[Kind::Snowflake.table()].is_some().then(|| read.map(|v| v.unwrap_or(0)))
+            })?;
+            (found, Some(e.msg))
+        }
+        Err(e) => return Err(e),
+    };
+    let Some(reserved) = found else { return Ok(Probe::Absent) };
+    for kind in Kind::ALL {
+        raised(kind, reserved[kind.table()]);
+    }
+    let db = crate::plumbing::directory::current_database();
+    if let Some(msg) = how {
+        warning!(
+            "pg_seqgen: the snowflake and UUIDv7 reservations of database \"{db}\" could not be read within {STARTUP_LOCK_TIMEOUT} ms ({msg}); \
+             every version of their rows was read without the lock instead (see pg_locks and pg_prepared_xacts for the holder)"
+        );
+    }
+    Ok(Probe::Serving(db))
 }
+
+/// How long a start-up read waits for a lock before it reads without one (see [`probe`]).
+const STARTUP_LOCK_TIMEOUT: &str = "1000";
 
 /// A reader: read the database's reservations, raise the server's generators above them,
 /// report to the launcher whether the extension is installed, exit.
@@ -867,8 +899,8 @@ fn live(h: &'static Header, r: &SlotRef) -> Option<&'static TagSlot> {
 /// Retire the slot of `r` if it still has the job's generation.
 fn retire_ref(h: &'static Header, r: &SlotRef) {
     shmem::with_dir_lock(h, true, || {
-        if let Some(s) = live(h, r) {
-            retire_slot(s);
+        if live(h, r).is_some() {
+            retire_slot(h, r.idx);
         }
     });
 }
@@ -886,11 +918,8 @@ fn failure_code(o: &Outcome) -> u32 {
 fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
     match (job, outcome) {
         (Job::Load { mb, seq, tag }, Outcome::Loaded(step, ident)) => {
-            let m = &h.mailboxes[*mb];
-            match assign_slot(h, tag, step, ident) {
-                Some((idx, gen)) => answer(m, *seq, code::OK, idx as i64, gen as i64, ""),
-                None => answer(m, *seq, code::TOO_MANY_TAGS, 0, 0, ""),
-            }
+            let (idx, gen) = assign_slot(h, tag, step, ident, now);
+            answer(&h.mailboxes[*mb], *seq, code::OK, idx as i64, gen as i64, "")
         }
         (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. })) => {
             let m = &h.mailboxes[*mb];
@@ -933,7 +962,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                         code::NO_TEMPLATE
                     }
                     TemplateRead::Stale => {
-                        retire_slot(s);
+                        retire_slot(h, slot.idx);
                         code::STALE
                     }
                 }
@@ -1037,21 +1066,32 @@ fn slot_error(s: &TagSlot, c: u32) {
 
 /// The slot serving the row `ident` of `tag`: the one already loaded, or a free slot set up
 /// with no segment yet. A loaded slot of the same name that serves another row (the tag was
-/// dropped and created again, or the catalog re-created) is retired first. The
-/// last-reservation times start at 0 so the first segment and block have the configured step
-/// (Leaf's rule then sees a "slow" previous segment and does not grow the step).
-fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident) -> Option<(usize, u64)> {
-    shmem::with_dir_lock(h, true, || {
+/// dropped and created again, or the catalog re-created) is retired first. When no slot is
+/// free, the least recently used one is evicted: shared memory is a cache of the catalog, and
+/// what the evicted slot had reserved becomes a gap. The last-reservation times start at 0 so
+/// the first segment and block have the configured step (Leaf's rule then sees a "slow"
+/// previous segment and does not grow the step).
+fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64) -> (usize, u64) {
+    let evicted = shmem::with_dir_lock(h, true, || {
         let slots = shmem::all_slots(h);
-        for (idx, s) in shmem::slots(h).iter().enumerate() {
-            if s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == tag.as_bytes() {
-                if s.ident() == ident {
-                    return Some((idx, s.gen.load(Ordering::Acquire)));
-                }
-                retire_slot(s);
+        if let Some(idx) = shmem::find_slot(h, tag.as_bytes()) {
+            if slots[idx].ident() == ident {
+                slots[idx].active_ms.store(now, Ordering::Relaxed);
+                return Ok((idx, slots[idx].gen.load(Ordering::Acquire)));
             }
+            retire_slot(h, idx);
         }
-        let (idx, s) = slots.iter().enumerate().find(|(_, s)| s.state.load(Ordering::Acquire) == shmem::SLOT_FREE)?;
+        let (idx, evicted) = match shmem::take_free_slot(h) {
+            Some(idx) => (idx, None),
+            None => {
+                let victim = least_recently_used(h, now);
+                let name = String::from_utf8_lossy(slots[victim].name()).into_owned();
+                let idle_ms = now - slots[victim].active_ms.load(Ordering::Relaxed);
+                retire_slot(h, victim);
+                (victim, Some((name, idle_ms)))
+            }
+        };
+        let s = &slots[idx];
         h.slots_used.fetch_max(idx as u32 + 1, Ordering::AcqRel);
         s.gen.fetch_add(1, Ordering::AcqRel);
         s.seg.reset();
@@ -1064,7 +1104,9 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident) -> Option
         s.last_alloc_ms.store(0, Ordering::Relaxed);
         s.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
         s.rate_total.store(0, Ordering::Relaxed);
-        s.rate_ms.store(shmem::now_ms(), Ordering::Relaxed);
+        s.rate_ms.store(now, Ordering::Relaxed);
+        s.ord_total.store(0, Ordering::Relaxed);
+        s.active_ms.store(now, Ordering::Relaxed);
         s.waits.store(0, Ordering::Relaxed);
         s.ord.reset();
         s.ord_want.store(0, Ordering::Relaxed);
@@ -1079,17 +1121,53 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident) -> Option
         s.opaque_from.store(0, Ordering::Relaxed);
         let gen = s.gen.load(Ordering::Acquire);
         s.state.store(shmem::SLOT_ACTIVE, Ordering::Release);
-        Some((idx, gen))
-    })
+        shmem::index_insert(h, idx);
+        Err((idx, gen, evicted))
+    });
+    let (idx, gen, evicted) = match evicted {
+        Ok(found) => return found,
+        Err(assigned) => assigned,
+    };
+    if let Some((name, idle_ms)) = evicted {
+        h.evictions.fetch_add(1, Ordering::Relaxed);
+        if idle_ms < 1000 && h.busy_evictions.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
+            // tags in use do not fit: each eviction is a round trip and a gap
+            log!(
+                "pg_seqgen allocator: tag \"{name}\" (used {idle_ms} ms ago) gave its slot to tag \"{tag}\": more tags are in use than seqgen.max_tags ({}) holds; raise it",
+                h.max_tags
+            );
+        }
+    }
+    (idx, gen)
 }
 
+/// How many slots the eviction looks at (from a moving hand, like Redis's sampled LRU): the
+/// least recently used of them goes.
+const EVICTION_SAMPLE: usize = 32;
+
+/// The slot to evict: of `EVICTION_SAMPLE` slots after the hand, the one unused longest.
+/// Caller holds `dir_lock` exclusive and every slot is active.
+fn least_recently_used(h: &'static Header, now: i64) -> usize {
+    let slots = shmem::all_slots(h);
+    let start = h.evict_hand.fetch_add(EVICTION_SAMPLE as u32, Ordering::Relaxed) as usize;
+    (start..start + EVICTION_SAMPLE.min(slots.len()))
+        .map(|i| i % slots.len())
+        .min_by_key(|&i| slots[i].active_ms.load(Ordering::Relaxed).min(now))
+        .unwrap_or(0)
+}
+
+/// Once a second: each slot's rate, and whether it served a call since the last look.
 fn update_rates(h: &'static Header, now: i64) {
     for s in shmem::slots(h) {
         if s.state.load(Ordering::Acquire) != shmem::SLOT_ACTIVE {
             continue;
         }
         let total = s.seg.snapshot().total_used;
+        let ord_total = s.ord.snapshot().total_used;
         let prev_total = s.rate_total.swap(total, Ordering::Relaxed);
+        if prev_total != total || s.ord_total.swap(ord_total, Ordering::Relaxed) != ord_total {
+            s.active_ms.store(now, Ordering::Relaxed);
+        }
         let prev_ms = s.rate_ms.swap(now, Ordering::Relaxed);
         if now > prev_ms {
             let rate = total.saturating_sub(prev_total) as f64 * 1000.0 / (now - prev_ms) as f64;

@@ -1,4 +1,4 @@
-//! The generators and their SQL functions: segment IDs, snowflake IDs and UUIDv7s (one
+//! The generators and their SQL functions: tags and their privileges, segment IDs, snowflake IDs and UUIDv7s (one
 //! clock-ordered generator each), order numbers, opaque numbers. They stand on the plumbing
 //! only; the allocator (in `background`) serves their requests through shared memory.
 
@@ -6,4 +6,5 @@ pub mod opaque;
 pub mod order;
 pub mod segment;
 pub mod snowflake;
+pub mod tags;
 pub mod uuid;

@@ -56,8 +56,10 @@ fn seqgen_make_opaque(biz_tag: &str) {
 }
 
 fn make_opaque(tag: &str) -> Result<()> {
-    check_tag(tag)?;
-    crate::plumbing::directory::admin_checks()?;
+    crate::generators::tags::change_tag(tag, || make_opaque_locked(tag))
+}
+
+fn make_opaque_locked(tag: &str) -> Result<()> {
     // Lock the row: the worker reserves with SKIP LOCKED, so what it reserves after this
     // commits sees opaque_from, and everything it reserved before is at most max_id.
     let row = first_row(

@@ -86,8 +86,7 @@ fn seqgen_set_template_allow(biz_tag: &str, template: &str, time_zone: &str, all
 fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
     check_tag(tag)?;
     let t = parse_template(text)?;
-    let opaque = t.is_opaque();
-    parse_zone(zone)?;
+    let tz = parse_zone(zone)?;
     t.check_node(node_id()).map_err(SeqgenError::InvalidArgument)?;
     if let (Some(unit), false) = (t.repeats_every(), allow_repeats) {
         return Err(SeqgenError::InvalidArgument(format!(
@@ -96,25 +95,136 @@ fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Resul
             unit.name()
         )));
     }
-    crate::plumbing::directory::admin_checks()?;
-    let exists = Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1)",
+    crate::generators::tags::change_tag(tag, || set_template_locked(tag, text, &t, zone, tz))
+}
+
+fn spi<T>(r: std::result::Result<T, pgrx::spi::Error>) -> Result<T> {
+    r.map_err(|e| SeqgenError::Internal(e.to_string()))
+}
+
+/// The latest period of `unit` for which the tag reserved order numbers, if any (locked, so
+/// the allocator reserves no block meanwhile).
+fn counter_period(tag: &str, unit: Option<Unit>) -> Result<Option<i64>> {
+    Ok(crate::plumbing::catalog::first_row(
+        "SELECT period_key FROM seqgen.order_counter \
+         WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND unit OPERATOR(pg_catalog.=) $2 FOR SHARE",
+        &[tag.into(), template::unit_name(unit).into()],
+        true,
+        |r| r.get_one::<i64>(),
+    )?
+    .flatten())
+}
+
+/// Replace the template of `tag` (its rows locked by the caller's statements here). Every
+/// template the tag has used is kept in `seqgen.template_history` with the last period it
+/// issued numbers in; the new template must not render a text any of them rendered:
+/// templates that cannot meet are accepted at once, templates that can meet only in a period
+/// the old one used are accepted once that period is over (and never issue numbers before
+/// the period after it, whatever the clock does later), others are refused.
+fn set_template_locked(tag: &str, text: &str, t: &Template, zone: &str, tz: Tz) -> Result<()> {
+    use seqgen_core::shape::{compare, period_text, Verdict};
+    // the tag's row first (concurrent changes of one tag's template wait for each other),
+    // then its template row: the allocator reserves no order-number block until the commit
+    let exists = crate::plumbing::catalog::first_row(
+        "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
         &[tag.into()],
-    )
-    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
-    if exists != Some(true) {
+        true,
+        |r| r.get_one::<bool>(),
+    )?;
+    if exists.is_none() {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     }
-    if opaque {
+    let current = crate::plumbing::catalog::first_row(
+        "SELECT template FROM seqgen.template WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+        &[tag.into()],
+        true,
+        |r| r.get_one::<String>(),
+    )?
+    .flatten();
+    let history: Vec<(String, Option<i64>)> = spi(Spi::connect(|c| {
+        c.select(
+            "SELECT template, last_key FROM seqgen.template_history WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+            None,
+            &[tag.into()],
+        )?
+        .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<i64>(2)?)))
+        .collect::<std::result::Result<Vec<_>, pgrx::spi::Error>>()
+    }))?;
+    let node = node_id();
+    let now = shmem::now_ms();
+    let mut floor: Option<i64> = None;
+    for (old_text, last_key) in history.iter().filter(|(o, _)| o != text) {
+        let Ok(old) = template::parse(old_text) else { continue };
+        match compare(&old, t, tag, node) {
+            Verdict::Apart => {}
+            Verdict::Meet => {
+                let (a, b) = (seqgen_core::shape::shape(&old, tag, node), seqgen_core::shape::shape(t, tag, node));
+                return Err(SeqgenError::InvalidArgument(format!(
+                    "template \"{text}\" can render the numbers of template \"{old_text}\", which tag \"{tag}\" used \
+                     (both can render \"{}\"): change a literal, e.g. the prefix, so that the two cannot meet",
+                    a.example(&b).unwrap_or_default()
+                )));
+            }
+            Verdict::ApartAfter(unit) => {
+                let last = if current.as_deref() == Some(old_text.as_str()) {
+                    counter_period(tag, Some(unit))?
+                } else {
+                    *last_key
+                };
+                let Some(last) = last else { continue }; // it never issued a number
+                let fence = template::next_key(last, unit).ok_or_else(|| {
+                    SeqgenError::InvalidArgument(format!(
+                        "template \"{old_text}\" used the last period of the calendar"
+                    ))
+                })?;
+                let at = template::truncate_key(t.locate(tz, now).key, unit);
+                if at < fence {
+                    return Err(SeqgenError::InvalidArgument(format!(
+                        "template \"{text}\" can render the numbers template \"{old_text}\" issued in the {} {}: \
+                         it is accepted from {} on (in time zone {zone}), or change a literal, e.g. the prefix, so that \
+                         the two cannot meet",
+                        unit.name(),
+                        period_text(last, unit),
+                        period_text(fence, unit)
+                    )));
+                }
+                floor = floor.max(Some(fence));
+            }
+        }
+    }
+    if t.is_opaque() {
         crate::generators::opaque::ensure_key(tag)?;
     }
-    Spi::run_with_args(
+    if let Some(old_text) = current.as_deref().filter(|o| *o != text) {
+        // the replaced template issued nothing after the period its unit's counter is in
+        let unit = template::parse(old_text).ok().and_then(|o| o.unit());
+        let last = counter_period(tag, unit)?;
+        spi(Spi::run_with_args(
+            "UPDATE seqgen.template_history SET last_key = $3 \
+             WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND template OPERATOR(pg_catalog.=) $2",
+            &[tag.into(), old_text.into(), last.into()],
+        ))?;
+    }
+    spi(Spi::run_with_args(
+        "INSERT INTO seqgen.template_history (biz_tag, template) VALUES ($1, $2) \
+         ON CONFLICT (biz_tag, template) DO UPDATE SET last_key = NULL",
+        &[tag.into(), text.into()],
+    ))?;
+    if let Some(floor) = floor {
+        // never a number of the new template before that period, whatever the clock does
+        spi(Spi::run_with_args(
+            "INSERT INTO seqgen.order_counter AS c (biz_tag, unit, period_key, period_max) VALUES ($1, $2, $3, 0) \
+             ON CONFLICT (biz_tag, unit) DO UPDATE SET period_key = EXCLUDED.period_key, period_max = 0, \
+             update_time = pg_catalog.now() WHERE c.period_key OPERATOR(pg_catalog.<) EXCLUDED.period_key",
+            &[tag.into(), template::unit_name(t.unit()).into(), floor.into()],
+        ))?;
+    }
+    spi(Spi::run_with_args(
         "INSERT INTO seqgen.template (biz_tag, template, time_zone) VALUES ($1, $2, $3) \
          ON CONFLICT (biz_tag) DO UPDATE SET template = EXCLUDED.template, time_zone = EXCLUDED.time_zone, \
          update_time = pg_catalog.now()",
         &[tag.into(), text.into(), zone.into()],
-    )
-    .map_err(|e| SeqgenError::Internal(e.to_string()))
+    ))
 }
 
 /// The next order number of a tag.
@@ -366,14 +476,14 @@ fn render_preview(text: &str, seq: i64, at: TimestampWithTimeZone, zone: &str, t
 }
 
 /// Preview: the number `seq` of the period containing `at`. `{node}` renders this server's
-/// `seqgen.node_id`.
-#[pg_extern(immutable, parallel_safe)]
+/// `seqgen.node_id` (a setting a restart may change: STABLE, not IMMUTABLE).
+#[pg_extern(stable, parallel_safe)]
 fn seqgen_render(template: &str, seq: i64, at: TimestampWithTimeZone, time_zone: default!(&str, "'UTC'")) -> String {
     render_preview(template, seq, at, time_zone, None).or_raise()
 }
 
 /// Preview for a template that uses `{tag}`.
-#[pg_extern(immutable, parallel_safe, name = "seqgen_render")]
+#[pg_extern(stable, parallel_safe, name = "seqgen_render")]
 fn seqgen_render_with_tag(
     template: &str,
     seq: i64,

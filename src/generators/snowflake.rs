@@ -362,23 +362,46 @@ pub fn report_failure(h: &Header, kind: Kind, c: u32) {
 /// an asynchronous failover to a standby that may have missed the old primary's last
 /// reservation. Returns once a reservation above the new floor is persisted, so the raise
 /// survives a restart. Returns the last ID the generator counts as issued (every later ID is
-/// above it). Never lowers the generator.
+/// above it). Never lowers the generator. A floor further ahead of this server's clock than
+/// `seqgen.snowflake_max_borrow` would make every snowflake call fail until the clock reaches
+/// it, so it is refused (a typo is not a floor); see the overload with `force`.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_snowflake_advance(min_id: i64) -> i64 {
     crate::plumbing::wait::begin_call();
-    advance(min_id).or_raise()
+    advance(min_id, false).or_raise()
 }
 
-fn advance(min_id: i64) -> Result<i64> {
+/// `seqgen_snowflake_advance` with `force => true`: also a floor further ahead than the clock
+/// can borrow (snowflake calls then fail with 58000 until the clock reaches it;
+/// `seqgen_snowflake_rewind` is the way back from a mistake).
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_snowflake_advance")]
+fn seqgen_snowflake_advance_force(min_id: i64, force: bool) -> i64 {
+    crate::plumbing::wait::begin_call();
+    advance(min_id, force).or_raise()
+}
+
+fn advance(min_id: i64, force: bool) -> Result<i64> {
     if min_id < 0 {
         return Err(SeqgenError::InvalidArgument(format!("min_id must not be negative, got {min_id}")));
     }
-    let h = directory::ready_header()?;
-    let sf = Kind::Snowflake.shared()?;
     let layout = layout();
     if layout.decode(min_id).is_none() {
         return Err(SeqgenError::InvalidArgument(format!("{min_id} is not a snowflake ID of this layout")));
     }
+    // the first timestamp of the IDs after the floor, against this server's clock
+    let first = layout.ts_floor_for(min_id.saturating_add(1));
+    let ahead = first.saturating_sub(shmem::now_ms() - layout.epoch_ms);
+    let borrow = guc::SNOWFLAKE_MAX_BORROW.get() as i64;
+    if ahead > borrow && !force {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "{min_id} is {ahead} ms ({}) ahead of this server's clock, more than seqgen.snowflake_max_borrow ({borrow} ms): \
+             every snowflake call would fail until the clock reaches {}; pass force => true if that is really the floor",
+            human_ms(ahead),
+            iso(first.saturating_add(layout.epoch_ms))
+        )));
+    }
+    let h = directory::ready_header()?;
+    let sf = Kind::Snowflake.shared()?;
     // every database's reservation must have been read first (else a later read could not
     // tell the two apart)
     wait_loaded(h, Kind::Snowflake)?;
@@ -392,6 +415,90 @@ fn advance(min_id: i64) -> Result<i64> {
         wait_for_reservation(Kind::Snowflake, last_ts + 1)?;
     }
     Ok(layout.compose(last_ts, last_seq))
+}
+
+/// `3 h 12 min`, `45 s`: a duration for messages.
+fn human_ms(ms: i64) -> String {
+    let s = ms / 1000;
+    match s {
+        s if s >= 86_400 * 365 => format!("{} years", s / (86_400 * 365)),
+        s if s >= 86_400 => format!("{} days", s / 86_400),
+        s if s >= 3600 => format!("{} h {} min", s / 3600, s / 60 % 60),
+        s if s >= 60 => format!("{} min {} s", s / 60, s % 60),
+        s => format!("{s} s"),
+    }
+}
+
+/// The way back from a floor accepted by mistake (`seqgen_snowflake_advance` with `force`, or
+/// a reservation raised by hand too far): lower this database's persisted snowflake
+/// reservation to `to_id`, to take effect at the next restart of the server (the running
+/// generator is not lowered: it refuses until then). Superusers only. Refused unless the
+/// generator is far enough ahead of the clock that it has been refusing every call (so no ID
+/// was issued above the raised floor), and below the reservation any other database holds.
+/// `to_id` must be at least the highest snowflake ID your tables hold. Returns the value now
+/// stored.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_snowflake_rewind(to_id: i64) -> i64 {
+    rewind(Kind::Snowflake, to_id).or_raise()
+}
+
+/// The same for the UUIDv7 reservation (`to_id` in its own units: unix ms << 21 | counter).
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_uuidv7_rewind(to_id: i64) -> i64 {
+    rewind(Kind::Uuid, to_id).or_raise()
+}
+
+fn rewind(kind: Kind, to_id: i64) -> Result<i64> {
+    if !unsafe { pg_sys::superuser() } {
+        return Err(SeqgenError::Unsupported(format!("only superusers may rewind the {}", kind.reservation())));
+    }
+    if to_id < 0 {
+        return Err(SeqgenError::InvalidArgument(format!("to_id must not be negative, got {to_id}")));
+    }
+    let h = directory::attach()?;
+    let (sf, layout) = (kind.shared()?, kind.layout());
+    let lag = lag_ms(sf, layout);
+    let borrow = guc::SNOWFLAKE_MAX_BORROW.get() as i64;
+    if lag <= borrow {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "the {} generator is {lag} ms ahead of the clock, within seqgen.snowflake_max_borrow ({borrow} ms): \
+             it may have issued IDs up to there, and a rewind could repeat them",
+            kind.name()
+        )));
+    }
+    // every other database's reservation stays a floor
+    let s = shmem::server().ok_or(SeqgenError::NotPreloaded)?;
+    for other in shmem::areas(s).filter(|o| !std::ptr::eq(*o, h) && o.db.load(Ordering::Acquire) != 0) {
+        let reserved = kind.area(other).reserved.load(Ordering::Acquire);
+        if reserved > 0 && to_id < layout.id_floor(reserved - 1) {
+            return Err(SeqgenError::InvalidArgument(format!(
+                "database {} holds a {} up to {}: rewind to at least that",
+                other.db.load(Ordering::Acquire),
+                kind.reservation(),
+                layout.id_floor(reserved - 1)
+            )));
+        }
+    }
+    let table = crate::plumbing::catalog::RESERVATION_TABLES[kind.table()];
+    // the table name is one of two constants; the guard lets the value go down only for this
+    let stored = crate::plumbing::session::bounded_lock_wait(|| {
+        crate::plumbing::session::with_settings(&[("seqgen.rewinding", "on")], || {
+            Spi::get_one_with_args::<i64>(
+                &format!(
+                    "UPDATE {table} SET reserved_id = pg_catalog.int8smaller(reserved_id, $1) RETURNING reserved_id"
+                ),
+                &[to_id.into()],
+            )
+        })
+    })
+    .map_err(|e| SeqgenError::Internal(e.to_string()))?
+    .unwrap_or(to_id);
+    notice!(
+        "the {} of this database is {stored} now; restart the server for it to take effect (until then {} calls keep failing)",
+        kind.reservation(),
+        kind.name()
+    );
+    Ok(stored)
 }
 
 /// Wait until this database's reservation is read and every database's reservation has been

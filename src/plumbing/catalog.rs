@@ -1,7 +1,7 @@
 //! SQL against the catalog. Every statement is schema-qualified and takes its values as SPI
 //! arguments; none is built by string formatting.
 
-use pgrx::pg_sys::{PgBuiltInOids, PgOid};
+use pgrx::pg_sys::{self, PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
 use seqgen_core::adaptive::{reserve_up_to, Reservation, MAX_NODE_BITS};
@@ -421,4 +421,60 @@ pub fn reservation_read_any(client: &SpiClient<'_>, which: usize) -> spi::Result
     // the table name is one of two constants, never input
     let t = client.select(&format!("SELECT pg_catalog.max(reserved_id) FROM {table}"), Some(1), &[])?;
     Ok(if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) })
+}
+
+/// The highest `reserved_id` of reservation table `which` (an index into
+/// [`RESERVATION_TABLES`]) over every version of its row on disk, read without locking the
+/// table: `None` when the table does not exist. For the start-up readers when the table is
+/// locked (a prepared transaction holding `LOCK TABLE`, an interrupted `ALTER`): a value being
+/// written by a transaction not yet committed, or a version already replaced, counts too.
+/// Reservations only grow, so the maximum over all versions is at least the committed value,
+/// and raising the generators above it is safe. Runs in a transaction.
+pub fn reservation_read_unlocked(which: usize) -> Option<i64> {
+    let name = RESERVATION_TABLES[which].strip_prefix("seqgen.").expect("seqgen.<table>");
+    let name = std::ffi::CString::new(name).expect("no NUL");
+    unsafe {
+        let nsp = pg_sys::get_namespace_oid(c"seqgen".as_ptr(), true);
+        if nsp == pg_sys::InvalidOid {
+            return None;
+        }
+        let relid = pg_sys::get_relname_relid(name.as_ptr(), nsp);
+        if relid == pg_sys::InvalidOid {
+            return None;
+        }
+        let attno = pg_sys::get_attnum(relid, c"reserved_id".as_ptr());
+        // the relation cache entry, not the relation lock (relation_open would wait for it)
+        let rel = pg_sys::RelationIdGetRelation(relid);
+        if rel.is_null() || attno < 1 {
+            return None;
+        }
+        let desc = (*rel).rd_att;
+        let natts = (*desc).natts as usize;
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![true; natts];
+        let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
+        let scan = pg_sys::heap_beginscan(
+            rel,
+            &raw mut pg_sys::SnapshotAnyData,
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            flags,
+        );
+        let mut max = 0i64;
+        loop {
+            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+            let i = attno as usize - 1;
+            if i < natts && !nulls[i] {
+                max = max.max(values[i].value() as i64);
+            }
+        }
+        pg_sys::heap_endscan(scan);
+        pg_sys::RelationClose(rel);
+        Some(max)
+    }
 }

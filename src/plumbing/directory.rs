@@ -1,13 +1,15 @@
 //! Backend side of the tag directory: resolving a tag to its shared-memory slot, asking the
 //! worker to load tags and reserve ranges, and retiring the slot of a deleted tag.
 
-use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+use rustc_hash::FxHashMap;
+
+use crate::plumbing::acl::Stamp;
 use crate::plumbing::error::{check_tag, Result, SeqgenError};
 use crate::plumbing::guc;
 use crate::plumbing::local::BackendLocal;
@@ -19,7 +21,7 @@ pub mod code {
     pub const OK: u32 = 0;
     pub const UNKNOWN_TAG: u32 = 1;
     pub const EXHAUSTED: u32 = 2;
-    pub const TOO_MANY_TAGS: u32 = 3;
+    // 3 was "too many tags" (0.3.0): shared memory is a cache now, and a full one evicts
     pub const LOCKED: u32 = 4;
     pub const CATALOG_MISSING: u32 = 5;
     pub const INTERNAL: u32 = 6;
@@ -40,20 +42,41 @@ pub struct Resolved {
     pub gen: u64,
 }
 
+/// A tag this backend resolved, and whether the current user may draw from it (`acl`: the
+/// stamp under which drawing was allowed; see `acl.rs`).
+#[derive(Clone, Copy)]
+struct Entry {
+    r: Resolved,
+    acl: Stamp,
+    /// The `acl_epoch` of the slot's database area.
+    area_epoch: &'static AtomicU64,
+}
+
+impl Entry {
+    #[inline]
+    fn allowed(&self) -> bool {
+        self.acl == Stamp::now(self.area_epoch.load(Ordering::Acquire))
+    }
+}
+
 #[derive(Default)]
 struct Cache {
     /// The last tag resolved, for the common `seqgen_next('same tag')` per row.
-    last: Option<(Box<str>, Resolved)>,
-    map: HashMap<Box<str>, Resolved>,
+    last: Option<(Box<str>, Entry)>,
+    /// Every tag resolved (FxHash: short keys, no need for a random seed in a cache of our
+    /// own tag names). Cleared when it grows past the shared slots several times over.
+    map: FxHashMap<Box<str>, Entry>,
 }
 
 static CACHE: BackendLocal<Cache> = BackendLocal::new();
 
-/// Resolve `tag` to its slot, loading it through the worker on first use.
+/// Resolve `tag` to its slot, loading it through the worker on first use, and check that the
+/// current user may draw from it. Steady state: a string comparison (or a hash lookup when
+/// the tag changes from call to call) and a comparison of the privilege stamp.
 #[inline]
 pub fn resolve(tag: &str) -> Result<Resolved> {
     let hit = match &CACHE.get().last {
-        Some((name, r)) if &**name == tag => Some(*r),
+        Some((name, e)) if &**name == tag && e.allowed() => Some(e.r),
         _ => None,
     };
     match hit {
@@ -71,33 +94,51 @@ pub fn forget(tag: &str) {
     }
 }
 
-#[cold]
 fn resolve_slow(tag: &str) -> Result<Resolved> {
     let cached = CACHE.get().map.get(tag).copied();
-    if let Some(r) = cached {
-        if r.slot.gen.load(Ordering::Acquire) == r.gen {
-            remember(tag, r);
-            return Ok(r);
+    if let Some(e) = cached {
+        if e.r.slot.gen.load(Ordering::Acquire) == e.r.gen {
+            if e.allowed() {
+                CACHE.get().last = Some((tag.into(), e));
+                return Ok(e.r);
+            }
+            return check_and_remember(tag, e.r, e.area_epoch);
         }
         forget(tag);
     }
+    load_cold(tag)
+}
+
+#[cold]
+#[inline(never)]
+fn load_cold(tag: &str) -> Result<Resolved> {
     let h = ready_header()?;
     check_tag(tag)?;
     let r = match lookup(h, tag.as_bytes()) {
         Some(r) => r,
         None => load(h, tag)?,
     };
-    remember(tag, r);
-    Ok(r)
+    check_and_remember(tag, r, &h.acl_epoch)
 }
 
-fn remember(tag: &str, r: Resolved) {
+/// Ask the catalog whether the current user may draw from `tag`, and remember the answer.
+#[cold]
+#[inline(never)]
+fn check_and_remember(tag: &str, r: Resolved, area_epoch: &'static AtomicU64) -> Result<Resolved> {
+    // the stamp before the read: a change that commits meanwhile makes the answer stale
+    let stamp = Stamp::now(area_epoch.load(Ordering::Acquire));
+    if !crate::plumbing::acl::may_draw(tag)? {
+        return Err(SeqgenError::TagPermission(tag.to_string()));
+    }
+    let e = Entry { r, acl: stamp, area_epoch };
     let mut c = CACHE.get();
-    if c.map.len() > 4096 {
+    let limit = 4 * shmem::server().map_or(1024, |s| s.max_tags as usize).max(4096);
+    if c.map.len() >= limit {
         c.map.clear();
     }
-    c.map.insert(tag.into(), r);
-    c.last = Some((tag.into(), r));
+    c.map.insert(tag.into(), e);
+    c.last = Some((tag.into(), e));
+    Ok(r)
 }
 
 /// This database's allocator, after checking everything a call needs before it can use it:
@@ -163,12 +204,12 @@ fn wait_for_worker(h: &'static Header) -> Result<()> {
     wait_for(h, ready).unwrap_or(Err(SeqgenError::WorkerNotRunning))
 }
 
-/// Find the active slot of `name` (directory lock shared).
+/// Find the active slot of `name` (directory lock shared; one probe of the tag index).
 pub fn lookup(h: &'static Header, name: &[u8]) -> Option<Resolved> {
     shmem::with_dir_lock(h, false, || {
-        shmem::slots(h).iter().find_map(|s| {
-            (s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.name() == name)
-                .then(|| Resolved { slot: s, gen: s.gen.load(Ordering::Acquire) })
+        shmem::find_slot(h, name).map(|idx| {
+            let s = &shmem::all_slots(h)[idx];
+            Resolved { slot: s, gen: s.gen.load(Ordering::Acquire) }
         })
     })
 }
@@ -179,7 +220,6 @@ pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenErro
     match code {
         code::UNKNOWN_TAG => SeqgenError::UnknownTag(tag.to_string()),
         code::EXHAUSTED => SeqgenError::Exhausted(tag.to_string()),
-        code::TOO_MANY_TAGS => SeqgenError::TooManyTags(guc::MAX_TAGS.get()),
         code::LOCKED => SeqgenError::RowLocked(tag.to_string()),
         code::CATALOG_MISSING => SeqgenError::CatalogMissing(current_database()),
         code::NO_TEMPLATE => SeqgenError::NoTemplate(tag.to_string()),
@@ -253,11 +293,14 @@ pub fn reserve_range(tag: &str, r: Resolved, n: i64) -> Result<Option<(i64, i64,
 
 /// Is there a catalog row for `tag` in this transaction's snapshot? Tells "unknown tag" from
 /// "created by a transaction that has not committed".
+/// Read with the extension's privileges: an unknown tag is 42704 whoever asks.
 fn tag_visible_to_me(tag: &str) -> bool {
-    Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1)",
-        &[tag.into()],
-    )
+    crate::plumbing::session::as_superuser(|| {
+        Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1)",
+            &[tag.into()],
+        )
+    })
     .ok()
     .flatten()
     .unwrap_or(false)

@@ -25,6 +25,10 @@ pub enum SeqgenError {
     RowLocked(String),
     #[error("tag \"{0}\" does not exist")]
     UnknownTag(String),
+    #[error("permission denied for tag \"{0}\"")]
+    TagPermission(String),
+    #[error("must be the owner of tag \"{0}\"")]
+    NotTagOwner(String),
     #[error("tag \"{0}\" was created by a transaction that has not committed yet")]
     TagNotCommitted(String),
     #[error("tag \"{0}\" already exists")]
@@ -39,8 +43,6 @@ pub enum SeqgenError {
     DatetimeOutOfRange(String),
     #[error("tag \"{0}\" has exhausted the bigint range")]
     Exhausted(String),
-    #[error("too many tags: seqgen.max_tags is {0}")]
-    TooManyTags(i32),
     #[error("the clock is {behind} ms behind the last {what} timestamp, more than seqgen.snowflake_max_borrow allows")]
     ClockBehind { what: &'static str, behind: i64 },
     #[error("the {0} layout's time range is used up")]
@@ -90,6 +92,7 @@ impl SeqgenError {
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) => ERRCODE_UNDEFINED_OBJECT,
+            TagPermission(_) | NotTagOwner(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
             BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             // 22008 (datetime_field_overflow is datetime_value_out_of_range)
@@ -98,7 +101,6 @@ impl SeqgenError {
             Exhausted(_) | TimeExhausted(_) | OrderOverflow { .. } => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
-            TooManyTags(_) => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
             TooManyDatabases(_) => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             Unsupported(_) | PreparedReservation => ERRCODE_FEATURE_NOT_SUPPORTED,
             Internal(_) => ERRCODE_INTERNAL_ERROR,
@@ -117,8 +119,9 @@ impl SeqgenError {
             Timeout { .. } => "Check the server log for the \"pg_seqgen allocator\" background worker; raise seqgen.allocation_timeout if the server is overloaded.".into(),
             RowLocked(_) => "Commit or roll back the transaction that holds the row (see pg_locks), then retry.".into(),
             UnknownTag(_) => "Create it with seqgen_create().".into(),
+            TagPermission(t) => format!("The tag's owner can allow it: SELECT seqgen_grant('{t}', '<role>');"),
+            NotTagOwner(_) => "Only the tag's owner (the role that created it, or a member of that role) and superusers may change it.".into(),
             TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),
-            TooManyTags(_) => "Drop unused tags, or raise seqgen.max_tags and restart the server.".into(),
             ClockBehind { what, .. } => format!("{what} IDs resume when the server clock catches up; check NTP."),
             TimeExhausted("UUIDv7") => "The UUIDv7 generator's 42 bits of milliseconds end in 2109.".into(),
             TimeExhausted(_) => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),

@@ -18,6 +18,9 @@ pub static STEP_SHRINK_ABOVE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60);
 pub static ALLOCATION_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 pub static WORKER_LOCK_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
+/// Internal: set by `seqgen_restart_undo` and the rewind functions while they lower a value
+/// the catalog's guards otherwise keep from going down. Superuser-only, not shown.
+pub static REWINDING: GucSetting<bool> = GucSetting::<bool>::new(false);
 pub static ORDER_NO_OVERFLOW: GucSetting<Overflow> = GucSetting::<Overflow>::new(Overflow::Error);
 
 /// What `seqgen_order_no` does when a period's counter is full.
@@ -138,6 +141,14 @@ pub fn register() {
         60_000,
         GucContext::Sighup,
         GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_bool_guc(
+        c"seqgen.rewinding",
+        c"Internal: lets pg_seqgen's own undo and rewind functions lower a guarded value.",
+        c"",
+        &REWINDING,
+        GucContext::Suset,
+        GucFlags::NO_SHOW_ALL | GucFlags::NO_RESET_ALL | GucFlags::DISALLOW_IN_FILE,
     );
     register_snowflake();
     GucRegistry::define_enum_guc(

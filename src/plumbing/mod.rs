@@ -3,6 +3,7 @@
 //! and the tag directory (resolving a tag to its shared-memory slot through the allocator).
 //! Nothing here imports a generator or a background worker.
 
+pub mod acl;
 pub mod catalog;
 pub mod directory;
 pub mod error;

@@ -42,6 +42,8 @@ pub enum Action {
     Retire(String),
     /// Retire every slot (the catalog was dropped).
     RetireAll,
+    /// Who may draw from a tag changed: every backend checks again.
+    AclChanged,
     /// An extension (this OID) was created: if it is pg_seqgen, claim this database's area
     /// before the commit (refusing the commit when none is free) and have its allocator
     /// started once the commit is visible.
@@ -130,6 +132,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
                 match a {
                     Action::Retire(name) => crate::plumbing::shmem::retire(name.as_bytes()),
                     Action::RetireAll => crate::plumbing::shmem::retire_all(),
+                    Action::AclChanged => crate::plumbing::shmem::acl_changed(),
                     Action::Attach(_) | Action::BeforeCommit(_) => {}
                 }
             }

@@ -48,7 +48,7 @@ pub const NAME_MAX: usize = 63;
 /// Synchronous request slots; a backend that finds none free waits for one.
 pub const MAILBOXES: usize = 64;
 
-const SHMEM_NAME: &std::ffi::CStr = c"pg_seqgen 0.3";
+const SHMEM_NAME: &std::ffi::CStr = c"pg_seqgen 0.4";
 const TRANCHE_NAME: &std::ffi::CStr = c"pg_seqgen";
 
 /// What the worker is doing, for error messages and `seqgen_worker_status()`.
@@ -134,6 +134,20 @@ pub struct Header {
     pub catalog_oid: AtomicU32,
     /// High-water mark of assigned slots: slots at or above it have never been used.
     pub slots_used: AtomicU32,
+    /// Length of the tag index that follows the slots (a power of two).
+    index_len: u32,
+    /// Retired slots below `slots_used`, as a stack (slot index + 1; 0: none), linked through
+    /// `TagSlot::next_free`. Written under `dir_lock` exclusive.
+    free_head: AtomicU32,
+    /// Where the allocator looks next for a slot to evict.
+    pub evict_hand: AtomicU32,
+    /// Slots the allocator freed for other tags (their cached values became a gap), and how
+    /// many of those had served a call within the last second.
+    pub evictions: AtomicU64,
+    pub busy_evictions: AtomicU64,
+    /// Bumped whenever a commit changes who may draw from a tag of this database (owner,
+    /// grants): every backend checks its cached answer again.
+    pub acl_epoch: AtomicU64,
     pub dir_lock: AtomicPtr<pg_sys::LWLock>,
     cv: UnsafeCell<pg_sys::ConditionVariable>,
     /// Bumped by every request so the worker knows there is work without scanning.
@@ -313,6 +327,13 @@ pub struct TagSlot {
     pub rate_bits: AtomicU64,
     pub rate_total: AtomicU64,
     pub rate_ms: AtomicI64,
+    /// Order numbers handed out, at the last sample (for `active_ms`).
+    pub ord_total: AtomicU64,
+    /// When the slot last served a call, as far as the allocator saw (ms since the Unix
+    /// epoch): the least recently used slot is the one evicted for a new tag.
+    pub active_ms: AtomicI64,
+    /// The next slot of the free list (see `Header::free_head`).
+    next_free: AtomicU32,
 }
 
 impl TagSlot {
@@ -577,7 +598,16 @@ fn slots_offset() -> usize {
 }
 
 fn area_stride(max_tags: usize) -> usize {
+    (index_offset(max_tags) + index_len(max_tags) * std::mem::size_of::<AtomicU32>()).next_multiple_of(ALIGN)
+}
+
+/// The tag index (open addressing, at most half full) follows the slots.
+fn index_offset(max_tags: usize) -> usize {
     slots_offset() + max_tags * std::mem::size_of::<TagSlot>()
+}
+
+fn index_len(max_tags: usize) -> usize {
+    (max_tags * 2).next_power_of_two()
 }
 
 /// Bytes of shared memory for `max_databases` areas of `max_tags` tags each.
@@ -697,6 +727,10 @@ pub fn release_area(h: &'static Header, epoch: u64, unless_held: bool) -> bool {
                 slot.gen.fetch_add(1, Ordering::AcqRel);
                 slot.state.store(SLOT_FREE, Ordering::Release);
             }
+            for e in index(h) {
+                e.store(0, Ordering::Relaxed);
+            }
+            h.free_head.store(0, Ordering::Relaxed);
             h.slots_used.store(0, Ordering::Release);
         });
         h.catalog_oid.store(0, Ordering::Release);
@@ -715,6 +749,86 @@ pub fn all_slots(h: &'static Header) -> &'static [TagSlot] {
         let base = (h as *const Header as *const u8).add(slots_offset()) as *const TagSlot;
         std::slice::from_raw_parts(base, h.max_tags as usize)
     }
+}
+
+/// The tag index: slot index + 1 of every active slot, at the position its name hashes to
+/// (linear probing; 0 is empty). Read under `dir_lock` (either mode), written under
+/// `dir_lock` exclusive.
+fn index(h: &'static Header) -> &'static [AtomicU32] {
+    unsafe {
+        let base = (h as *const Header as *const u8).add(index_offset(h.max_tags as usize)) as *const AtomicU32;
+        std::slice::from_raw_parts(base, h.index_len as usize)
+    }
+}
+
+/// Where a tag name starts probing (the same in every process: FxHash has no random seed).
+fn home(h: &Header, name: &[u8]) -> usize {
+    use std::hash::Hasher;
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(name);
+    hasher.finish() as usize & (h.index_len as usize - 1)
+}
+
+/// The active slot of `name` (its index). Caller holds `dir_lock` (either mode).
+pub fn find_slot(h: &'static Header, name: &[u8]) -> Option<usize> {
+    let (index, slots) = (index(h), all_slots(h));
+    let mask = index.len() - 1;
+    let mut i = home(h, name);
+    loop {
+        match index[i].load(Ordering::Relaxed) {
+            0 => return None,
+            e => {
+                let s = &slots[e as usize - 1];
+                if s.state.load(Ordering::Acquire) == SLOT_ACTIVE && s.name() == name {
+                    return Some(e as usize - 1);
+                }
+            }
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/// Enter slot `idx` (active, named) in the index. Caller holds `dir_lock` exclusive.
+pub fn index_insert(h: &'static Header, idx: usize) {
+    let index = index(h);
+    let mask = index.len() - 1;
+    let mut i = home(h, all_slots(h)[idx].name());
+    while index[i].load(Ordering::Relaxed) != 0 {
+        i = (i + 1) & mask;
+    }
+    index[i].store(idx as u32 + 1, Ordering::Relaxed);
+}
+
+/// Take slot `idx` out of the index (backward-shift deletion: no tombstones, so lookups stay
+/// short however often tags come and go). Caller holds `dir_lock` exclusive.
+fn index_remove(h: &'static Header, idx: usize) {
+    let (index, slots) = (index(h), all_slots(h));
+    let mask = index.len() - 1;
+    let Some(mut hole) = (0..index.len()).map(|k| (home(h, slots[idx].name()) + k) & mask).find(|&i| {
+        let e = index[i].load(Ordering::Relaxed);
+        e == idx as u32 + 1 || e == 0
+    }) else {
+        return;
+    };
+    if index[hole].load(Ordering::Relaxed) != idx as u32 + 1 {
+        return; // not entered
+    }
+    let mut i = hole;
+    loop {
+        i = (i + 1) & mask;
+        let e = index[i].load(Ordering::Relaxed);
+        if e == 0 {
+            break;
+        }
+        // an entry may move back into the hole if its home is not between the hole and it
+        let h_i = home(h, slots[e as usize - 1].name());
+        let between = if hole <= i { hole < h_i && h_i <= i } else { hole < h_i || h_i <= i };
+        if !between {
+            index[hole].store(e, Ordering::Relaxed);
+            hole = i;
+        }
+    }
+    index[hole].store(0, Ordering::Relaxed);
 }
 
 /// The slots that have ever been assigned (up to the high-water mark), which is all that
@@ -785,10 +899,8 @@ fn with_lock<R>(lock: *mut pg_sys::LWLock, exclusive: bool, f: impl FnOnce() -> 
 pub fn retire(name: &[u8]) {
     let Some(h) = header() else { return };
     with_dir_lock(h, true, || {
-        for s in slots(h) {
-            if s.state.load(Ordering::Acquire) == SLOT_ACTIVE && s.name() == name {
-                retire_slot(s);
-            }
+        if let Some(idx) = find_slot(h, name) {
+            retire_slot(h, idx);
         }
     });
     h.broadcast();
@@ -798,9 +910,9 @@ pub fn retire(name: &[u8]) {
 pub fn retire_all() {
     let Some(h) = header() else { return };
     with_dir_lock(h, true, || {
-        for s in slots(h) {
-            if s.state.load(Ordering::Acquire) == SLOT_ACTIVE {
-                retire_slot(s);
+        for idx in 0..slots(h).len() {
+            if all_slots(h)[idx].state.load(Ordering::Acquire) == SLOT_ACTIVE {
+                retire_slot(h, idx);
             }
         }
     });
@@ -809,9 +921,38 @@ pub fn retire_all() {
 
 /// Caller holds `dir_lock` exclusive. Draws in flight see the new generation and discard
 /// their value.
-pub fn retire_slot(s: &TagSlot) {
+pub fn retire_slot(h: &'static Header, idx: usize) {
+    let s = &all_slots(h)[idx];
+    let was_active = s.state.load(Ordering::Acquire) == SLOT_ACTIVE;
+    if was_active {
+        index_remove(h, idx);
+    }
     s.gen.fetch_add(1, Ordering::AcqRel);
     s.state.store(SLOT_FREE, Ordering::Release);
+    if was_active {
+        s.next_free.store(h.free_head.load(Ordering::Relaxed), Ordering::Relaxed);
+        h.free_head.store(idx as u32 + 1, Ordering::Relaxed);
+    }
+}
+
+/// A free slot for a new tag: a retired one, or one never used; `None` when every slot is
+/// active. Caller holds `dir_lock` exclusive and makes the slot active.
+pub fn take_free_slot(h: &'static Header) -> Option<usize> {
+    let head = h.free_head.load(Ordering::Relaxed);
+    if head != 0 {
+        let idx = head as usize - 1;
+        h.free_head.store(all_slots(h)[idx].next_free.load(Ordering::Relaxed), Ordering::Relaxed);
+        return Some(idx);
+    }
+    let used = h.slots_used.load(Ordering::Acquire);
+    (used < h.max_tags).then_some(used as usize)
+}
+
+/// Backends must check who may draw again (a grant, a revoke or an owner change committed).
+pub fn acl_changed() {
+    if let Some(h) = header() {
+        h.acl_epoch.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
@@ -872,6 +1013,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
                 let h = &mut *area_ptr(aligned, max_tags, i);
                 h.index = i as u32;
                 h.max_tags = max_tags as u32;
+                h.index_len = index_len(max_tags) as u32;
                 pg_sys::ConditionVariableInit(h.cv.get());
                 h.dir_lock.store(&raw mut (*tranche.add(1 + i)).lock, Ordering::Release);
                 h.snowflake.reset();

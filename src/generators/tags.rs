@@ -1,0 +1,434 @@
+//! Tags: `seqgen_create`, `seqgen_drop`, `seqgen_alter`, `seqgen_restart` (and its undo),
+//! `seqgen_set_node_bits`, `seqgen_grant`, `seqgen_revoke`, `seqgen_status`.
+//!
+//! Every change of an existing tag is its owner's (or a superuser's; see `acl.rs`), waits for
+//! a locked row no longer than `seqgen.allocation_timeout`, and runs its catalog statements
+//! with the extension's privileges: the caller needs EXECUTE on the function and ownership of
+//! the tag, no privilege on the schema `seqgen`. All of them are transactional: the allocator
+//! sees the change when it commits.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::prelude::*;
+use seqgen_core::adaptive::MAX_NODE_BITS;
+
+use crate::plumbing::acl::require_owner;
+use crate::plumbing::catalog::first_row;
+use crate::plumbing::directory::{self, admin_checks};
+use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
+use crate::plumbing::guc;
+use crate::plumbing::pending::{at_commit, Action};
+use crate::plumbing::session::{as_superuser, bounded_lock_wait, with_settings};
+use crate::plumbing::shmem;
+
+/// Run `f`, a change of the existing tag `tag`: the name is valid, this database is served,
+/// the caller owns the tag; `f` runs with the extension's privileges and bounded lock waits.
+pub fn change_tag<R>(tag: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    check_tag(tag)?;
+    admin_checks()?;
+    require_owner(tag)?;
+    bounded_lock_wait(|| as_superuser(f))
+}
+
+fn spi_err(e: pgrx::spi::Error) -> SeqgenError {
+    SeqgenError::Internal(e.to_string())
+}
+
+/// Run a data-modifying statement; did it return a row?
+fn returns_row(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<bool> {
+    Spi::connect_mut(|c| c.update(sql, None, args).map(|t| !t.is_empty())).map_err(spi_err)
+}
+
+fn run(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<()> {
+    Spi::run_with_args(sql, args).map_err(spi_err)
+}
+
+/// Create a tag (a catalog row), owned by the calling role. Transactional: the tag exists for
+/// the worker once the calling transaction commits.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_create(
+    biz_tag: Option<&str>,
+    step: default!(Option<i32>, 1000),
+    start_with: default!(Option<i64>, 1),
+    description: default!(Option<&str>, "NULL"),
+) {
+    create(biz_tag, step, start_with, description).or_raise()
+}
+
+fn create(tag: Option<&str>, step: Option<i32>, start_with: Option<i64>, description: Option<&str>) -> Result<()> {
+    let tag = tag.ok_or(SeqgenError::NullArgument("biz_tag"))?;
+    let step = step.ok_or(SeqgenError::NullArgument("step"))?;
+    let start_with = start_with.ok_or(SeqgenError::NullArgument("start_with"))?;
+    check_tag(tag)?;
+    if step <= 0 {
+        return Err(SeqgenError::InvalidArgument(format!("step must be positive, got {step}")));
+    }
+    if start_with < 1 {
+        return Err(SeqgenError::InvalidArgument(format!("start_with must be at least 1, got {start_with}")));
+    }
+    admin_checks()?;
+    let owner = i64::from(unsafe { pg_sys::GetUserId() }.to_u32());
+    // the catalog bounds the number of tags, not shared memory (a cache of the tags in use)
+    let inserted = as_superuser(|| {
+        returns_row(
+            "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner) \
+             VALUES ($1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole) \
+             ON CONFLICT (biz_tag) DO NOTHING RETURNING true",
+            &[tag.into(), (start_with - 1).into(), step.into(), description.into(), owner.into()],
+        )
+    })?;
+    if !inserted {
+        return Err(SeqgenError::DuplicateTag(tag.to_string()));
+    }
+    Ok(())
+}
+
+/// Drop a tag. Its slot is retired when the calling transaction commits.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_drop(biz_tag: &str) {
+    change_tag(biz_tag, || {
+        if returns_row(
+            "DELETE FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true",
+            &[biz_tag.into()],
+        )? {
+            Ok(())
+        } else {
+            Err(SeqgenError::UnknownTag(biz_tag.to_string()))
+        }
+    })
+    .or_raise()
+}
+
+/// Let several independent servers (each with its own catalog and a distinct
+/// `seqgen.node_id`) draw from this tag without collisions: from the commit on, its IDs are
+/// `counter << node_bits | seqgen.node_id`. Values stay above every ID issued before. Set once:
+/// node bits never change afterwards (see `set_node_bits`). Transactional.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_set_node_bits(biz_tag: &str, node_bits: i32) {
+    set_node_bits(biz_tag, node_bits).or_raise()
+}
+
+fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
+    check_tag(tag)?;
+    if !(1..=MAX_NODE_BITS as i32).contains(&bits) {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "node_bits must be between 1 and {MAX_NODE_BITS}, got {bits}"
+        )));
+    }
+    let node = guc::NODE_ID.get().max(0) as u32;
+    if node as u64 >= 1u64 << bits {
+        return Err(SeqgenError::NodeDoesNotFit { node, bits: bits as u32 });
+    }
+    change_tag(tag, || {
+        let row = first_row(
+            "SELECT node_bits, opaque_from IS NOT NULL FROM seqgen.alloc \
+             WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+            &[tag.into()],
+            true,
+            |r| r.get_two::<i32, bool>(),
+        )?;
+        let Some((current, opaque)) = row else {
+            return Err(SeqgenError::UnknownTag(tag.to_string()));
+        };
+        if opaque == Some(true) {
+            return Err(SeqgenError::Unsupported("node bits cannot be combined with opaque IDs".into()));
+        }
+        let current = current.unwrap_or(0);
+        if bits == current {
+            return Ok(());
+        }
+        if current != 0 {
+            // Fewer bits let later values meet earlier ones on this server. More bits let them
+            // meet another server's: a server added with a node id that only the wider field
+            // can hold counts from its own (low) counter, onto values this server issued
+            // before.
+            return Err(SeqgenError::InvalidArgument(format!(
+                "tag \"{tag}\" already has {current} node bits, and node bits cannot change once set: \
+                 with other widths, values of this server and of servers added later could meet"
+            )));
+        }
+        run(
+            "UPDATE seqgen.alloc SET node_bits = $2 WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+            &[tag.into(), bits.into()],
+        )?;
+        // from the commit on, no value in the old form is handed out
+        at_commit(Action::Retire(tag.to_string()));
+        Ok(())
+    })
+}
+
+/// Change a tag's configured step and/or description (NULL leaves it as it is). The worker
+/// reads the step under the row lock at every reservation, so the new step takes effect from
+/// the next segment; nothing cached is discarded. Transactional.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_alter(
+    biz_tag: Option<&str>,
+    step: default!(Option<i32>, "NULL"),
+    description: default!(Option<&str>, "NULL"),
+) {
+    alter(biz_tag, step, description).or_raise()
+}
+
+fn alter(tag: Option<&str>, step: Option<i32>, description: Option<&str>) -> Result<()> {
+    let tag = tag.ok_or(SeqgenError::NullArgument("biz_tag"))?;
+    check_tag(tag)?;
+    if let Some(step) = step {
+        if step <= 0 {
+            return Err(SeqgenError::InvalidArgument(format!("step must be positive, got {step}")));
+        }
+    }
+    change_tag(tag, || {
+        if returns_row(
+            "UPDATE seqgen.alloc SET step = COALESCE($2, step), \
+             description = COALESCE($3, description), update_time = pg_catalog.now() \
+             WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true",
+            &[tag.into(), step.into(), description.into()],
+        )? {
+            Ok(())
+        } else {
+            Err(SeqgenError::UnknownTag(tag.to_string()))
+        }
+    })
+}
+
+/// Move a tag's numbering up: from the commit on, every session draws `start_with` and above
+/// (segments cached or prefetched before are discarded: a gap). Refused, with the current
+/// floor, for any `start_with` at or below the highest value reserved so far (numbering never
+/// goes down), and for a jump that would use up more than half of the values the tag has
+/// left (a typo that would end the tag; see the overload with `force`). Transactional (the
+/// row stays locked until the caller commits).
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_restart(biz_tag: &str, start_with: i64) {
+    restart(biz_tag, start_with, false).or_raise()
+}
+
+/// `seqgen_restart` with `force => true`: also a jump over more than half of what is left.
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_restart")]
+fn seqgen_restart_force(biz_tag: &str, start_with: i64, force: bool) {
+    restart(biz_tag, start_with, force).or_raise()
+}
+
+fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
+    change_tag(tag, || {
+        let row = first_row(
+            "SELECT max_id, opaque_from IS NOT NULL, node_bits FROM seqgen.alloc \
+             WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+            &[tag.into()],
+            true,
+            |r| r.get_three::<i64, bool, i32>(),
+        )?;
+        let Some((Some(max_id), opaque, node_bits)) = row else {
+            return Err(SeqgenError::UnknownTag(tag.to_string()));
+        };
+        if opaque == Some(true) || node_bits.unwrap_or(0) != 0 {
+            return Err(SeqgenError::Unsupported(format!(
+                "tag \"{tag}\" is opaque or node-interleaved: its values are not its counter, so it cannot be restarted at a value"
+            )));
+        }
+        if start_with <= max_id {
+            return Err(SeqgenError::InvalidArgument(format!(
+                "start_with {start_with} is not above {max_id}, the highest value tag \"{tag}\" has reserved: numbering only moves up"
+            )));
+        }
+        // exact: i128 holds every difference of two bigints
+        let (left, jump) = (i64::MAX as i128 - max_id as i128, start_with as i128 - 1 - max_id as i128);
+        if !force && jump > left / 2 {
+            return Err(SeqgenError::InvalidArgument(format!(
+                "start_with {start_with} would use up {jump} of the {left} values tag \"{tag}\" has left, more than half: \
+                 pass force => true if that is really the new floor (seqgen_restart_undo('{tag}') takes a restart back \
+                 as long as nothing was drawn after it)"
+            )));
+        }
+        run(
+            "UPDATE seqgen.alloc SET max_id = $2, restarted_from = max_id, restarted_to = $2, \
+             update_time = pg_catalog.now() WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+            &[tag.into(), (start_with - 1).into()],
+        )?;
+        // from the commit on, nothing cached below start_with is handed out
+        at_commit(Action::Retire(tag.to_string()));
+        Ok(())
+    })
+}
+
+/// Take back the tag's last `seqgen_restart`, as long as no value was reserved after it (so
+/// none was drawn): numbering continues above what was reserved before the restart. For a
+/// restart accepted by mistake (a mistyped floor, or `force`). Returns the next value.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_restart_undo(biz_tag: &str) -> i64 {
+    restart_undo(biz_tag).or_raise()
+}
+
+fn restart_undo(tag: &str) -> Result<i64> {
+    change_tag(tag, || {
+        let row = first_row(
+            "SELECT max_id, restarted_from, restarted_to FROM seqgen.alloc \
+             WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+            &[tag.into()],
+            true,
+            |r| r.get_three::<i64, i64, i64>(),
+        )?;
+        let Some((Some(max_id), from, to)) = row else {
+            return Err(SeqgenError::UnknownTag(tag.to_string()));
+        };
+        let (Some(from), Some(to)) = (from, to) else {
+            return Err(SeqgenError::InvalidArgument(format!("tag \"{tag}\" has no restart to undo")));
+        };
+        if max_id != to {
+            return Err(SeqgenError::InvalidArgument(format!(
+                "tag \"{tag}\" has reserved values up to {max_id} since its restart (to {}): they may have been drawn, \
+                 and undoing the restart could issue them again",
+                to.saturating_add(1)
+            )));
+        }
+        // the catalog's guard lets max_id go down only for this
+        with_settings(&[("seqgen.rewinding", "on")], || {
+            run(
+                "UPDATE seqgen.alloc SET max_id = restarted_from, restarted_from = NULL, restarted_to = NULL, \
+                 update_time = pg_catalog.now() WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+                &[tag.into()],
+            )
+        })?;
+        at_commit(Action::Retire(tag.to_string()));
+        Ok(from.saturating_add(1))
+    })
+}
+
+/// The OID of role `name` ('public' for everyone), or 42704.
+fn role_oid(name: &str) -> Result<Option<pg_sys::Oid>> {
+    if name.eq_ignore_ascii_case("public") {
+        return Ok(None);
+    }
+    let c = std::ffi::CString::new(name).map_err(|_| SeqgenError::InvalidArgument("bad role name".into()))?;
+    let oid = unsafe { pg_sys::get_role_oid(c.as_ptr(), true) };
+    if oid == pg_sys::InvalidOid {
+        return Err(SeqgenError::InvalidArgument(format!("role \"{name}\" does not exist")));
+    }
+    Ok(Some(oid))
+}
+
+/// Let `role` (and its members; `'public'`: every role) draw from `biz_tag`, like `GRANT
+/// USAGE ON SEQUENCE`. The role still needs EXECUTE on the drawing functions. The tag's owner
+/// (or a superuser) only. Transactional.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_grant(biz_tag: &str, role: &str) {
+    set_grant(biz_tag, role, true).or_raise()
+}
+
+/// Take back `seqgen_grant(biz_tag, role)`. Transactional: backends check again when it
+/// commits.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_revoke(biz_tag: &str, role: &str) {
+    set_grant(biz_tag, role, false).or_raise()
+}
+
+fn set_grant(tag: &str, role: &str, grant: bool) -> Result<()> {
+    let oid = role_oid(role)?;
+    change_tag(tag, || {
+        let done = match (oid, grant) {
+            (None, _) => returns_row(
+                "UPDATE seqgen.alloc SET public_draw = $2 WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true",
+                &[tag.into(), grant.into()],
+            )?,
+            (Some(oid), true) => returns_row(
+                "UPDATE seqgen.alloc SET drawers = CASE WHEN $2::pg_catalog.oid::pg_catalog.regrole \
+                 OPERATOR(pg_catalog.=) ANY (drawers) THEN drawers \
+                 ELSE pg_catalog.array_append(drawers, $2::pg_catalog.oid::pg_catalog.regrole) END \
+                 WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true",
+                &[tag.into(), i64::from(oid.to_u32()).into()],
+            )?,
+            (Some(oid), false) => returns_row(
+                "UPDATE seqgen.alloc SET drawers = \
+                 pg_catalog.array_remove(drawers, $2::pg_catalog.oid::pg_catalog.regrole) \
+                 WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true",
+                &[tag.into(), i64::from(oid.to_u32()).into()],
+            )?,
+        };
+        if done {
+            Ok(())
+        } else {
+            Err(SeqgenError::UnknownTag(tag.to_string()))
+        }
+    })
+}
+/// One row per tag: the catalog joined with what shared memory holds for it.
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::type_complexity)]
+fn seqgen_status() -> TableIterator<
+    'static,
+    (
+        name!(biz_tag, String),
+        name!(step, i32),
+        name!(max_id, i64),
+        name!(next_value, Option<i64>),
+        name!(segment_end, Option<i64>),
+        name!(next_segment_ready, bool),
+        name!(ids_per_sec, f64),
+        name!(current_step, Option<i64>),
+        name!(waits, i64),
+        name!(opaque, bool),
+        name!(node_bits, i32),
+        name!(description, Option<String>),
+        name!(update_time, Option<pgrx::datum::TimestampWithTimeZone>),
+    ),
+> {
+    let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
+    let rows = Spi::connect(|c| {
+        let mut rows = vec![];
+        let t = c.select(
+            "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL, node_bits \
+             FROM seqgen.alloc ORDER BY biz_tag",
+            None,
+            &[],
+        )?;
+        for row in t {
+            let tag: String = row.get(1)?.unwrap_or_default();
+            let step: i32 = row.get(2)?.unwrap_or_default();
+            let max_id: i64 = row.get(3)?.unwrap_or_default();
+            let desc: Option<String> = row.get(4)?;
+            let time: Option<pgrx::datum::TimestampWithTimeZone> = row.get(5)?;
+            let opaque: bool = row.get(6)?.unwrap_or(false);
+            let node_bits: i32 = row.get(7)?.unwrap_or(0);
+            rows.push((tag, step, max_id, desc, time, opaque, node_bits));
+        }
+        Ok::<_, pgrx::spi::Error>(rows)
+    })
+    .map_err(|e| SeqgenError::Internal(e.to_string()))
+    .or_raise();
+    let out: Vec<_> = rows
+        .into_iter()
+        .map(|(tag, step, max_id, desc, time, opaque, node_bits)| {
+            let live = directory::lookup(h, tag.as_bytes());
+            let snap = live.map(|r| (r.slot.seg.snapshot(), r.slot));
+            let (next_value, segment_end, next_ready, rate, cur_step, waits) = match snap {
+                Some((s, slot)) => {
+                    let cur = s.current.filter(|c| s.used < c.len);
+                    (
+                        cur.map(|c| c.start + s.used as i64),
+                        cur.map(|c| c.start + c.len as i64 - 1),
+                        s.next.is_some(),
+                        f64::from_bits(slot.rate_bits.load(Ordering::Relaxed)),
+                        Some(slot.cur_step.load(Ordering::Relaxed)),
+                        slot.waits.load(Ordering::Relaxed) as i64,
+                    )
+                }
+                None => (None, None, false, 0.0, None, 0),
+            };
+            (
+                tag,
+                step,
+                max_id,
+                next_value,
+                segment_end,
+                next_ready,
+                rate,
+                cur_step,
+                waits,
+                opaque,
+                node_bits,
+                desc,
+                time,
+            )
+        })
+        .collect();
+    TableIterator::new(out)
+}

@@ -1,0 +1,115 @@
+//! Who may use a tag, like the privileges of a sequence.
+//!
+//! Every tag has an owner (`seqgen.alloc.owner`, the role that created it). The owner, its
+//! members and superusers may draw from the tag and change it (alter, restart, template,
+//! opaque, node bits, drop, grants). Anyone else may draw only once the owner granted it
+//! (`seqgen_grant(tag, role)`: the role and its members; `'public'`: everyone with EXECUTE on
+//! the drawing function). Drawing without it fails with 42501 naming the tag; an unknown tag
+//! is 42704 for everyone.
+//!
+//! The catalog is read with fixed statements as the bootstrap superuser (the caller needs no
+//! privilege on pg_seqgen's schema). A backend caches its answer per tag, keyed by its
+//! current user and an epoch that changes when a grant, a revoke or an owner change commits
+//! in the database (`Header::acl_epoch`, bumped by the catalog trigger) or when role
+//! memberships change (a syscache callback): the check costs a comparison per call.
+
+use std::cell::Cell;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::plumbing::error::{Result, SeqgenError};
+use crate::plumbing::session::as_superuser;
+
+/// Backend-local epoch of role memberships (a backend is single-threaded).
+struct Local(Cell<u64>);
+// SAFETY: a backend is single-threaded; pg_seqgen never touches this from other threads.
+unsafe impl Sync for Local {}
+static MEMBERSHIPS: Local = Local(Cell::new(0));
+static HOOKED: Local = Local(Cell::new(0));
+
+#[pg_guard]
+unsafe extern "C-unwind" fn memberships_changed(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
+    MEMBERSHIPS.0.set(MEMBERSHIPS.0.get().wrapping_add(1));
+}
+
+/// What a cached answer depends on besides the tag: the current user, and the epochs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    user: pg_sys::Oid,
+    epoch: u64,
+}
+
+impl Stamp {
+    /// The stamp now, with `area_epoch` the database's `acl_epoch`.
+    #[inline]
+    pub fn now(area_epoch: u64) -> Stamp {
+        Stamp { user: unsafe { pg_sys::GetUserId() }, epoch: area_epoch.wrapping_add(MEMBERSHIPS.0.get() << 40) }
+    }
+}
+
+fn watch_memberships() {
+    if HOOKED.0.get() == 0 {
+        HOOKED.0.set(1);
+        unsafe {
+            for cache in [pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM, pg_sys::SysCacheIdentifier::AUTHOID] {
+                pg_sys::CacheRegisterSyscacheCallback(cache as i32, Some(memberships_changed), pg_sys::Datum::from(0));
+            }
+        }
+    }
+}
+
+/// A tag's owner and grants, as stored.
+struct Row {
+    owner: pg_sys::Oid,
+    public: bool,
+    drawers: Vec<pg_sys::Oid>,
+}
+
+fn read(tag: &str) -> Result<Option<Row>> {
+    as_superuser(|| {
+        Spi::connect(|c| {
+            let t = c.select(
+                "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
+                 drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc \
+                 WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+                Some(1),
+                &[tag.into()],
+            )?;
+            if t.is_empty() {
+                return Ok(None);
+            }
+            let row = t.first();
+            let oid = |v: i64| pg_sys::Oid::from(v as u32);
+            Ok(Some(Row {
+                owner: oid(row.get::<i64>(1)?.unwrap_or(0)),
+                public: row.get::<bool>(2)?.unwrap_or(false),
+                drawers: row.get::<Vec<i64>>(3)?.unwrap_or_default().into_iter().map(oid).collect(),
+            }))
+        })
+    })
+    .map_err(|e: pgrx::spi::Error| SeqgenError::Internal(e.to_string()))
+}
+
+fn is_owner(owner: pg_sys::Oid) -> bool {
+    unsafe { pg_sys::superuser() || pg_sys::has_privs_of_role(pg_sys::GetUserId(), owner) }
+}
+
+/// May the current user draw from `tag`? `Err(UnknownTag)` when the catalog has no such row.
+/// (Callers cache a `true` with [`Stamp::now`].)
+pub fn may_draw(tag: &str) -> Result<bool> {
+    watch_memberships();
+    let row = read(tag)?.ok_or_else(|| SeqgenError::UnknownTag(tag.to_string()))?;
+    let me = unsafe { pg_sys::GetUserId() };
+    Ok(row.public || is_owner(row.owner) || row.drawers.iter().any(|g| unsafe { pg_sys::has_privs_of_role(me, *g) }))
+}
+
+/// The current user must own `tag` (or be a superuser) to change it.
+pub fn require_owner(tag: &str) -> Result<()> {
+    let row = read(tag)?.ok_or_else(|| SeqgenError::UnknownTag(tag.to_string()))?;
+    if is_owner(row.owner) {
+        Ok(())
+    } else {
+        Err(SeqgenError::NotTagOwner(tag.to_string()))
+    }
+}
