@@ -64,6 +64,11 @@ pub mod pg_test {
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec!["shared_preload_libraries = 'pg_seqgen'", "seqgen.max_tags = 64", "max_worker_processes = 16"]
+        vec![
+            "shared_preload_libraries = 'pg_seqgen'",
+            "seqgen.max_tags = 64",
+            "max_worker_processes = 16",
+            "max_prepared_transactions = 4",
+        ]
     }
 }

@@ -142,34 +142,35 @@ enum Probe {
 /// an upper bound of the committed value), with a warning, so that one database cannot keep
 /// the clocks of the others closed, nor its own.
 fn probe(raised: impl Fn(Kind, i64)) -> Result<Probe, JobError> {
-    let normal = crate::plumbing::session::with_settings(&[("lock_timeout", STARTUP_LOCK_TIMEOUT)], || {
-        in_transaction(std::panic::AssertUnwindSafe(|| {
-            in_subtransaction(|c| {
-                if catalog::extension_version(c)?.is_none() {
-                    return Ok(None);
-                }
-                Ok(Some([catalog::reservation_read_any(c, 0)?, catalog::reservation_read_any(c, 1)?]))
-            })
-        }))
-        .and_then(|r| r)
-    });
+    let normal = in_transaction(std::panic::AssertUnwindSafe(|| {
+        in_subtransaction(|c| {
+            c.update(&format!("SET LOCAL lock_timeout = {STARTUP_LOCK_TIMEOUT}"), None, &[])?;
+            if catalog::extension_version(c)?.is_none() {
+                return Ok(None);
+            }
+            let read = [catalog::reservation_read_any(c, 0)?, catalog::reservation_read_any(c, 1)?];
+            Ok(Some((read, crate::plumbing::directory::current_database())))
+        })
+    }))
+    .and_then(|r| r);
     let (found, how) = match normal {
         Ok(found) => (found, None),
         Err(e) if e.locked => {
             // installed: its reservation tables exist (0.1.0 had no UUIDv7 table: 0)
             let found = in_transaction(|| {
                 let read = Kind::ALL.map(|k| catalog::reservation_read_unlocked(k.table()));
-                read[Kind::Snowflake.table()].is_some().then(|| read.map(|v| v.unwrap_or(0)))
+                read[Kind::Snowflake.table()]
+                    .is_some()
+                    .then(|| (read.map(|v| v.unwrap_or(0)), crate::plumbing::directory::current_database()))
             })?;
             (found, Some(e.msg))
         }
         Err(e) => return Err(e),
     };
-    let Some(reserved) = found else { return Ok(Probe::Absent) };
+    let Some((reserved, db)) = found else { return Ok(Probe::Absent) };
     for kind in Kind::ALL {
         raised(kind, reserved[kind.table()]);
     }
-    let db = crate::plumbing::directory::current_database();
     if let Some(msg) = how {
         warning!(
             "pg_seqgen: the snowflake and UUIDv7 reservations of database \"{db}\" could not be read within {STARTUP_LOCK_TIMEOUT} ms ({msg}); \
@@ -1087,8 +1088,11 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
                 let victim = least_recently_used(h, now);
                 let name = String::from_utf8_lossy(slots[victim].name()).into_owned();
                 let idle_ms = now - slots[victim].active_ms.load(Ordering::Relaxed);
+                // retired, it is the free list's head: taken from there like any free slot
                 retire_slot(h, victim);
-                (victim, Some((name, idle_ms)))
+                let idx = shmem::take_free_slot(h).expect("the slot just retired is free");
+                debug_assert_eq!(idx, victim);
+                (idx, Some((name, idle_ms)))
             }
         };
         let s = &slots[idx];
@@ -1130,7 +1134,7 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
     };
     if let Some((name, idle_ms)) = evicted {
         h.evictions.fetch_add(1, Ordering::Relaxed);
-        if idle_ms < 1000 && h.busy_evictions.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
+        if idle_ms < 1000 && h.busy_evictions.fetch_add(1, Ordering::Relaxed).is_multiple_of(1000) {
             // tags in use do not fit: each eviction is a round trip and a gap
             log!(
                 "pg_seqgen allocator: tag \"{name}\" (used {idle_ms} ms ago) gave its slot to tag \"{tag}\": more tags are in use than seqgen.max_tags ({}) holds; raise it",

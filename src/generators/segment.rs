@@ -174,7 +174,7 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
     let mut out = vec![];
     let mut left = n as u64;
     let mut tries = 0;
-    while tries < 3 {
+    while tries < 3 && left > 0 {
         match r.slot.seg.claim_range(left) {
             Claim::Range { start, len, period: mode } => {
                 let p = Presenter::capture(&r, mode);
@@ -186,14 +186,19 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
                 }
                 out.push((start, len as i64, p?));
                 left -= len;
-                if r.slot.seg.wants_next() {
-                    request_segment(r.slot);
+                if left == 0 {
+                    if r.slot.seg.wants_next() {
+                        request_segment(r.slot);
+                    }
+                    break;
                 }
-                break;
+                // the rest from the next segment if one is published (then from a
+                // dedicated reservation): what is cached is used before anything new
             }
             Claim::Exhausted { epoch } => {
                 if !r.slot.seg.switch_from(epoch) {
-                    request_segment(r.slot);
+                    // the dedicated reservation below serves the rest (a segment asked for
+                    // now would take values from it near the end of the range)
                     break;
                 }
                 tries += 1;

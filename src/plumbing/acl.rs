@@ -25,11 +25,18 @@ use crate::plumbing::session::as_superuser;
 struct Local(Cell<u64>);
 // SAFETY: a backend is single-threaded; pg_seqgen never touches this from other threads.
 unsafe impl Sync for Local {}
+/// Bumped by role membership changes and by this backend's own grants and revokes.
 static MEMBERSHIPS: Local = Local(Cell::new(0));
 static HOOKED: Local = Local(Cell::new(0));
 
 #[pg_guard]
 unsafe extern "C-unwind" fn memberships_changed(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
+    changed_here();
+}
+
+/// This backend changed who may draw from a tag (in a transaction not committed yet): its own
+/// cached answers no longer count (other backends learn it at the commit).
+pub fn changed_here() {
     MEMBERSHIPS.0.set(MEMBERSHIPS.0.get().wrapping_add(1));
 }
 

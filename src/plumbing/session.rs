@@ -12,7 +12,7 @@ use crate::plumbing::guc;
 
 /// Run `f` with `settings` (name, value) in force, as a function's `SET` clause would: the
 /// previous values come back when `f` returns, and an ERROR restores them as it aborts the
-/// (sub)transaction. The settings may be superuser-only ones (pg_seqgen's internal
+/// (sub)transaction. Inside a transaction only. The settings may be superuser-only ones (pg_seqgen's internal
 /// `seqgen.rewinding`): the caller has checked that the work is allowed.
 pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
     let nest = unsafe { pg_sys::NewGUCNestLevel() };

@@ -774,7 +774,8 @@ pub fn find_slot(h: &'static Header, name: &[u8]) -> Option<usize> {
     let (index, slots) = (index(h), all_slots(h));
     let mask = index.len() - 1;
     let mut i = home(h, name);
-    loop {
+    // at most half full, so an empty entry ends every probe; the bound is for robustness
+    for _ in 0..index.len() {
         match index[i].load(Ordering::Relaxed) {
             0 => return None,
             e => {
@@ -786,6 +787,7 @@ pub fn find_slot(h: &'static Header, name: &[u8]) -> Option<usize> {
         }
         i = (i + 1) & mask;
     }
+    None
 }
 
 /// Enter slot `idx` (active, named) in the index. Caller holds `dir_lock` exclusive.
@@ -793,10 +795,13 @@ pub fn index_insert(h: &'static Header, idx: usize) {
     let index = index(h);
     let mask = index.len() - 1;
     let mut i = home(h, all_slots(h)[idx].name());
-    while index[i].load(Ordering::Relaxed) != 0 {
+    for _ in 0..index.len() {
+        if index[i].load(Ordering::Relaxed) == 0 {
+            index[i].store(idx as u32 + 1, Ordering::Relaxed);
+            return;
+        }
         i = (i + 1) & mask;
     }
-    index[i].store(idx as u32 + 1, Ordering::Relaxed);
 }
 
 /// Take slot `idx` out of the index (backward-shift deletion: no tombstones, so lookups stay
