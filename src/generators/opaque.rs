@@ -106,14 +106,16 @@ fn seqgen_reveal(biz_tag: &str, id: i64) -> i64 {
 
 fn reveal(tag: &str, id: i64) -> Result<i64> {
     check_tag(tag)?;
-    let row = first_row(
-        "SELECT a.opaque_from, k.key FROM seqgen.alloc a \
+    let row = crate::plumbing::session::bounded_lock_wait(|| {
+        first_row(
+            "SELECT a.opaque_from, k.key FROM seqgen.alloc a \
          LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) a.biz_tag \
          WHERE a.biz_tag OPERATOR(pg_catalog.=) $1",
-        &[tag.into()],
-        false,
-        |r| r.get_two::<i64, Vec<u8>>(),
-    )?;
+            &[tag.into()],
+            false,
+            |r| r.get_two::<i64, Vec<u8>>(),
+        )
+    })?;
     let Some((from, key)) = row else {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     };
@@ -138,14 +140,16 @@ fn seqgen_reveal_order_no(biz_tag: &str, order_no: &str) -> i64 {
 
 fn reveal_order_no(tag: &str, number: &str) -> Result<i64> {
     check_tag(tag)?;
-    let row = first_row(
-        "SELECT t.template, k.key FROM seqgen.template t \
+    let row = crate::plumbing::session::bounded_lock_wait(|| {
+        first_row(
+            "SELECT t.template, k.key FROM seqgen.template t \
          LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
          WHERE t.biz_tag OPERATOR(pg_catalog.=) $1",
-        &[tag.into()],
-        false,
-        |r| r.get_two::<String, Vec<u8>>(),
-    )?;
+            &[tag.into()],
+            false,
+            |r| r.get_two::<String, Vec<u8>>(),
+        )
+    })?;
     let Some((text, key)) = row else {
         return Err(SeqgenError::NoTemplate(tag.to_string()));
     };

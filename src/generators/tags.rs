@@ -69,13 +69,15 @@ fn create(tag: Option<&str>, step: Option<i32>, start_with: Option<i64>, descrip
     admin_checks()?;
     let owner = i64::from(unsafe { pg_sys::GetUserId() }.to_u32());
     // the catalog bounds the number of tags, not shared memory (a cache of the tags in use)
-    let inserted = as_superuser(|| {
-        returns_row(
-            "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner) \
+    let inserted = bounded_lock_wait(|| {
+        as_superuser(|| {
+            returns_row(
+                "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner) \
              VALUES ($1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole) \
              ON CONFLICT (biz_tag) DO NOTHING RETURNING true",
-            &[tag.into(), (start_with - 1).into(), step.into(), description.into(), owner.into()],
-        )
+                &[tag.into(), (start_with - 1).into(), step.into(), description.into(), owner.into()],
+            )
+        })
     })?;
     if !inserted {
         return Err(SeqgenError::DuplicateTag(tag.to_string()));
@@ -372,25 +374,27 @@ fn seqgen_status() -> TableIterator<
     ),
 > {
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
-    let rows = Spi::connect(|c| {
-        let mut rows = vec![];
-        let t = c.select(
-            "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL, node_bits \
+    let rows = bounded_lock_wait(|| {
+        Spi::connect(|c| {
+            let mut rows = vec![];
+            let t = c.select(
+                "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL, node_bits \
              FROM seqgen.alloc ORDER BY biz_tag",
-            None,
-            &[],
-        )?;
-        for row in t {
-            let tag: String = row.get(1)?.unwrap_or_default();
-            let step: i32 = row.get(2)?.unwrap_or_default();
-            let max_id: i64 = row.get(3)?.unwrap_or_default();
-            let desc: Option<String> = row.get(4)?;
-            let time: Option<pgrx::datum::TimestampWithTimeZone> = row.get(5)?;
-            let opaque: bool = row.get(6)?.unwrap_or(false);
-            let node_bits: i32 = row.get(7)?.unwrap_or(0);
-            rows.push((tag, step, max_id, desc, time, opaque, node_bits));
-        }
-        Ok::<_, pgrx::spi::Error>(rows)
+                None,
+                &[],
+            )?;
+            for row in t {
+                let tag: String = row.get(1)?.unwrap_or_default();
+                let step: i32 = row.get(2)?.unwrap_or_default();
+                let max_id: i64 = row.get(3)?.unwrap_or_default();
+                let desc: Option<String> = row.get(4)?;
+                let time: Option<pgrx::datum::TimestampWithTimeZone> = row.get(5)?;
+                let opaque: bool = row.get(6)?.unwrap_or(false);
+                let node_bits: i32 = row.get(7)?.unwrap_or(0);
+                rows.push((tag, step, max_id, desc, time, opaque, node_bits));
+            }
+            Ok::<_, pgrx::spi::Error>(rows)
+        })
     })
     .map_err(|e| SeqgenError::Internal(e.to_string()))
     .or_raise();

@@ -73,26 +73,30 @@ struct Row {
     drawers: Vec<pg_sys::Oid>,
 }
 
+/// Read with the extension's privileges, waiting for a lock on the catalog no longer than a
+/// draw may wait (55P03 then).
 fn read(tag: &str) -> Result<Option<Row>> {
-    as_superuser(|| {
-        Spi::connect(|c| {
-            let t = c.select(
-                "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
+    crate::plumbing::session::bounded_lock_wait(|| {
+        as_superuser(|| {
+            Spi::connect(|c| {
+                let t = c.select(
+                    "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
                  drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc \
                  WHERE biz_tag OPERATOR(pg_catalog.=) $1",
-                Some(1),
-                &[tag.into()],
-            )?;
-            if t.is_empty() {
-                return Ok(None);
-            }
-            let row = t.first();
-            let oid = |v: i64| pg_sys::Oid::from(v as u32);
-            Ok(Some(Row {
-                owner: oid(row.get::<i64>(1)?.unwrap_or(0)),
-                public: row.get::<bool>(2)?.unwrap_or(false),
-                drawers: row.get::<Vec<i64>>(3)?.unwrap_or_default().into_iter().map(oid).collect(),
-            }))
+                    Some(1),
+                    &[tag.into()],
+                )?;
+                if t.is_empty() {
+                    return Ok(None);
+                }
+                let row = t.first();
+                let oid = |v: i64| pg_sys::Oid::from(v as u32);
+                Ok(Some(Row {
+                    owner: oid(row.get::<i64>(1)?.unwrap_or(0)),
+                    public: row.get::<bool>(2)?.unwrap_or(false),
+                    drawers: row.get::<Vec<i64>>(3)?.unwrap_or_default().into_iter().map(oid).collect(),
+                }))
+            })
         })
     })
     .map_err(|e: pgrx::spi::Error| SeqgenError::Internal(e.to_string()))

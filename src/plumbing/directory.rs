@@ -293,13 +293,16 @@ pub fn reserve_range(tag: &str, r: Resolved, n: i64) -> Result<Option<(i64, i64,
 
 /// Is there a catalog row for `tag` in this transaction's snapshot? Tells "unknown tag" from
 /// "created by a transaction that has not committed".
-/// Read with the extension's privileges: an unknown tag is 42704 whoever asks.
+/// Read with the extension's privileges (an unknown tag is 42704 whoever asks), waiting for a
+/// lock on the catalog no longer than a draw may wait.
 fn tag_visible_to_me(tag: &str) -> bool {
-    crate::plumbing::session::as_superuser(|| {
-        Spi::get_one_with_args::<bool>(
-            "SELECT EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1)",
-            &[tag.into()],
-        )
+    crate::plumbing::session::bounded_lock_wait(|| {
+        crate::plumbing::session::as_superuser(|| {
+            Spi::get_one_with_args::<bool>(
+                "SELECT EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1)",
+                &[tag.into()],
+            )
+        })
     })
     .ok()
     .flatten()

@@ -1,0 +1,842 @@
+//! The operation fuzzer: pg_seqgen's own Jepsen.
+//!
+//! A seeded random sequence of steps, each one of:
+//! * a draw from any generator (segments, batches, order numbers, snowflakes, UUIDv7s) by one
+//!   of four sessions in two databases (one session is an ordinary role), in a random
+//!   transaction shape: autocommit, commit, rollback, rollback to a savepoint, prepare then
+//!   commit or roll back prepared, or prepare and leave it;
+//! * an administrative call (create, drop, alter, restart and its undo, templates in several
+//!   zones, opaque, node bits, snowflake advance, reservations raised by hand, grants, bad
+//!   input) in a random transaction shape;
+//! * a server event: fast or immediate restart, SIGSTOP or SIGTERM of an allocator, SIGTERM
+//!   of the launcher, LOCK TABLE on a catalog table (held by a session, or by a prepared
+//!   transaction that outlives restarts), the clock stepped back or jumped forward;
+//! * a heal: every fault ends (processes continued, locks released, prepared transactions
+//!   finished, the clock back).
+//!
+//! After every step it checks: no value or text returned by any call (committed or rolled
+//! back) was returned before (per tag incarnation and database; snowflakes and UUIDv7s
+//! server-wide); every call answered within `seqgen.allocation_timeout` + 1 s with a value or
+//! a documented SQLSTATE (never XX000, never a lost connection, no crash in the server log);
+//! and after a heal, every tag, snowflakes and UUIDv7s can be drawn from within 2 s.
+//!
+//! The steps are a pure function of the seed, so a failing seed replays. A failure prints the
+//! operation log, then shrinks it (dropping runs of steps and replaying on a fresh cluster) to
+//! the few steps that matter. CI runs fixed seeds with a fixed number of steps
+//! (`SEQGEN_FUZZ_SEEDS`, `SEQGEN_FUZZ_STEPS`); `SEQGEN_FUZZ_SOAK_SECS=3600` runs random seeds
+//! for that long.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use seqgen_integration::*;
+
+const TIMEOUT_MS: u64 = 1000;
+const DBS: [&str; 2] = ["postgres", "fz2"];
+/// Session i draws in database `DBS[i % 2]`; session 3 is the ordinary role `fz_app`.
+const SESSIONS: usize = 4;
+const TAGS: [&str; 4] = ["a", "b", "c", "d"];
+/// Templates that can meet each other (same prefix and length, or the same digits in another
+/// order), or not.
+const TEMPLATES: [&str; 8] = [
+    "F{yyyy}{MM}{dd}{seq:3}",
+    "F{yyyy}{MM}{dd}{seq:3:opaque}",
+    "F{yyyy}{MM}{dd}{seq:2}{check}",
+    "F{yyyy}{MM}{dd}{HH}{seq:1}",
+    "F{yyyy}{dd}{MM}{seq:3}",
+    "G{seq:4}",
+    "G{seq:4:opaque}",
+    "F{yyyy}{MM}{dd}{HH}{mm}-{seq:2}",
+];
+const ZONES: [&str; 5] = ["UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago", "America/New_York", "Asia/Shanghai"];
+const TABLES: [&str; 5] =
+    ["seqgen.alloc", "seqgen.template", "seqgen.order_counter", "seqgen.snowflake", "seqgen.uuidv7"];
+const MODES: [&str; 3] = ["ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"];
+/// Every SQLSTATE a call may answer with (pg_seqgen's documented ones, and PostgreSQL's for
+/// the fuzzer's own statements); XX000 and lost connections never.
+const DOCUMENTED: [&str; 19] = [
+    "55P03", "55000", "58000", "2200H", "42704", "42710", "22023", "22004", "22008", "0A000", "42501", "53400",
+    "23514", "40001", "25001", "25P02", "42P01", "23503", "57014",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    Auto,
+    Commit,
+    Rollback,
+    SavepointRollback,
+    PrepareCommit,
+    PrepareRollback,
+    PrepareLeave,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Draw {
+    Next(usize),
+    Batch(usize, i32),
+    OrderNo(usize, u32),
+    Snowflake(u32),
+    Uuid(u32),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Admin {
+    Create(usize, i32),
+    Drop(usize),
+    Alter(usize, i32),
+    Restart(usize, i64, bool),
+    RestartUndo(usize),
+    Template(usize, usize, usize),
+    Opaque(usize),
+    NodeBits(usize, i32),
+    /// Advance the snowflake floor to the clock plus this many ms (without force).
+    Advance(i64),
+    /// Raise a reservation by hand (0: snowflake, 1: UUIDv7) to the clock plus this many ms.
+    HandRaise(usize, i64),
+    Grant(usize, bool),
+    BadInput(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Fault {
+    Restart(&'static str),
+    StopAllocator(usize),
+    TermAllocator(usize),
+    TermLauncher,
+    Lock(usize, usize, usize),
+    LockPrepared(usize, usize),
+    ClockBack(i64),
+    ClockForward(i64),
+    /// The clock jumps forward to 2 s before New York's next fall-back (local time then
+    /// repeats an hour; `ZONES` has New York), if it is not past it already.
+    FallBack,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Op {
+    Draw(usize, Draw, Shape),
+    Admin(usize, Admin, Shape),
+    Fault(Fault),
+    Heal(bool),
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Draw(s, d, shape) => write!(f, "session {s} ({}) draws {d:?} [{shape:?}]", DBS[s % 2]),
+            Op::Admin(s, a, shape) => write!(f, "session {s} ({}) {a:?} [{shape:?}]", DBS[s % 2]),
+            Op::Fault(x) => write!(f, "fault {x:?}"),
+            Op::Heal(c) => write!(f, "heal (prepared transactions {})", if *c { "committed" } else { "rolled back" }),
+        }
+    }
+}
+
+/// The steps of a seed: a pure function of it.
+fn generate(seed: u64, steps: usize) -> Vec<Op> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let shape = |rng: &mut StdRng| match rng.random_range(0..20) {
+        0..=7 => Shape::Auto,
+        8..=10 => Shape::Commit,
+        11..=12 => Shape::Rollback,
+        13..=14 => Shape::SavepointRollback,
+        15..=16 => Shape::PrepareCommit,
+        17..=18 => Shape::PrepareRollback,
+        _ => Shape::PrepareLeave,
+    };
+    let mut ops = vec![];
+    for i in 0..steps {
+        let s = rng.random_range(0..SESSIONS);
+        let t = rng.random_range(0..TAGS.len());
+        let op = match rng.random_range(0..100) {
+            0..=54 => {
+                // order numbers mostly from tags a and b (so templates change under drawn
+                // numbers often)
+                let ot = if rng.random_bool(0.8) { t % 2 } else { t };
+                let d = match rng.random_range(0..20) {
+                    0..=4 => Draw::Next(t),
+                    5..=6 => Draw::Batch(t, [1, 7, 100, 2000][rng.random_range(0..4)]),
+                    7..=13 => Draw::OrderNo(ot, [1, 30, 150][rng.random_range(0..3)]),
+                    14..=16 => Draw::Snowflake([1, 50][rng.random_range(0..2)]),
+                    _ => Draw::Uuid([1, 50][rng.random_range(0..2)]),
+                };
+                Op::Draw(s, d, shape(&mut rng))
+            }
+            55..=79 => {
+                // administrative calls mostly from the superuser sessions (the ordinary role
+                // has EXECUTE on the drawing functions only)
+                let s = if rng.random_bool(0.9) { s % 2 } else { s };
+                let a = match rng.random_range(0..24) {
+                    0..=3 => Admin::Create(t, [1, 10, 100][rng.random_range(0..3)]),
+                    4 => Admin::Drop(t),
+                    5 => Admin::Alter(t, [5, 50][rng.random_range(0..2)]),
+                    6 => Admin::Restart(t, [1_000_000, i64::MAX][rng.random_range(0..2)], false),
+                    7 => Admin::Restart(t, 9_000_000_000_000_000_000, true),
+                    8 => Admin::RestartUndo(t),
+                    9..=13 => {
+                        // mostly the family of the first four (same length and date), in UTC
+                        let i = if rng.random_bool(0.7) {
+                            rng.random_range(0..4)
+                        } else {
+                            rng.random_range(0..TEMPLATES.len())
+                        };
+                        let z = if rng.random_bool(0.6) { 0 } else { rng.random_range(0..ZONES.len()) };
+                        Admin::Template(if rng.random_bool(0.8) { t % 2 } else { t }, i, z)
+                    }
+                    14 => Admin::Opaque(t),
+                    15 => Admin::NodeBits(t, [2, 3][rng.random_range(0..2)]),
+                    16 => Admin::Advance([-1000, 500, 3_600_000][rng.random_range(0..3)]),
+                    17..=18 => {
+                        Admin::HandRaise(rng.random_range(0..2), [3_600_000, 500, -5000][rng.random_range(0..3)])
+                    }
+                    19..=20 => Admin::Grant(t, rng.random_bool(0.5)),
+                    _ => Admin::BadInput(rng.random_range(0..6)),
+                };
+                // a raise by an hour that commits would rightly refuse calls for an hour: only
+                // shapes that end in a rollback (or a refused PREPARE) for those
+                let sh = shape(&mut rng);
+                let sh = match (&a, sh) {
+                    (Admin::HandRaise(_, d), Shape::Auto | Shape::Commit) if *d > 1000 => Shape::SavepointRollback,
+                    (Admin::HandRaise(..), Shape::Auto) => Shape::Commit,
+                    (_, sh) => sh,
+                };
+                Op::Admin(s, a, sh)
+            }
+            80..=91 => {
+                let db = rng.random_range(0..DBS.len());
+                Op::Fault(match rng.random_range(0..12) {
+                    0 => Fault::Restart("fast"),
+                    1 => Fault::Restart("immediate"),
+                    2..=3 => Fault::StopAllocator(db),
+                    4 => Fault::TermAllocator(db),
+                    5 => Fault::TermLauncher,
+                    6..=7 => Fault::Lock(db, rng.random_range(0..TABLES.len()), rng.random_range(0..MODES.len())),
+                    8 => Fault::LockPrepared(db, rng.random_range(0..TABLES.len())),
+                    9 => Fault::ClockBack([800, 10_000][rng.random_range(0..2)]),
+                    10 => Fault::FallBack,
+                    _ => Fault::ClockForward([60_000, 86_400_000][rng.random_range(0..2)]),
+                })
+            }
+            _ => Op::Heal(rng.random_bool(0.5)),
+        };
+        ops.push(op);
+        if i + 1 == steps {
+            ops.push(Op::Heal(true));
+        }
+    }
+    ops
+}
+
+/// One fuzzing run on its own cluster.
+struct Run {
+    c: Cluster,
+    sessions: Vec<Option<Client>>,
+    holder: Option<Client>,
+    stopped: Vec<i32>,
+    clock_base: i64,
+    clock_back: i64,
+    /// Prepared transactions left open: database, gid, the tags whose drop they hold.
+    prepared: Vec<(usize, String, Vec<usize>)>,
+    gid: u32,
+    /// Per database and tag: the current incarnation (a committed drop starts a new one),
+    /// whether it exists, whether it has a template.
+    incarnation: HashMap<(usize, usize), u32>,
+    exists: HashSet<(usize, usize)>,
+    templated: HashSet<(usize, usize)>,
+    ids: HashMap<(usize, usize, u32), HashSet<i64>>,
+    texts: HashMap<(usize, usize, u32), HashSet<String>>,
+    flakes: HashSet<i64>,
+    uuids: HashSet<String>,
+    log_seen: usize,
+    pub log: Vec<String>,
+    pub calls: usize,
+    pub longest: Duration,
+}
+
+fn bound() -> Duration {
+    Duration::from_millis(TIMEOUT_MS + 1000)
+}
+
+impl Run {
+    fn new(name: &str, port: u16) -> Run {
+        let c = Cluster::init(
+            name,
+            port,
+            &[
+                "seqgen.allocation_timeout = 1000",
+                "seqgen.max_tags = 3",
+                "max_prepared_transactions = 20",
+                "max_connections = 60",
+                "log_min_messages = warning",
+            ],
+        )
+        .with_clock_shift();
+        c.start();
+        c.sql("CREATE ROLE fz_app LOGIN");
+        c.sql(&format!("CREATE DATABASE {}", DBS[1]));
+        // every tag exists at the start, half of them with a template (steps drop and create
+        // them again)
+        for db in DBS {
+            let mut cl = c.connect_db(db);
+            cl.batch_execute(
+                "CREATE EXTENSION pg_seqgen;
+                 GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer),
+                   seqgen_order_no(text), seqgen_snowflake(), seqgen_uuidv7() TO fz_app;",
+            )
+            .unwrap();
+            for (i, t) in TAGS.iter().enumerate() {
+                cl.batch_execute(&format!("SELECT seqgen_create('{t}', 10)")).unwrap();
+                if i % 2 == 0 {
+                    cl.batch_execute(&format!("SELECT seqgen_set_template('{t}', '{}')", TEMPLATES[0])).unwrap();
+                }
+            }
+        }
+        Run {
+            c,
+            sessions: (0..SESSIONS).map(|_| None).collect(),
+            holder: None,
+            stopped: vec![],
+            clock_base: 0,
+            clock_back: 0,
+            prepared: vec![],
+            gid: 0,
+            incarnation: HashMap::new(),
+            exists: HashSet::new(),
+            templated: HashSet::new(),
+            ids: HashMap::new(),
+            texts: HashMap::new(),
+            flakes: HashSet::new(),
+            uuids: HashSet::new(),
+            log_seen: 0,
+            log: vec![],
+            calls: 0,
+            longest: Duration::ZERO,
+        }
+    }
+
+    fn conninfo(&self, s: usize) -> String {
+        let user = if s == 3 { " user=fz_app" } else { "" };
+        format!("{}{user}", self.c.conninfo(DBS[s % 2]))
+    }
+
+    fn session(&mut self, s: usize) -> Result<&mut Client, String> {
+        if self.sessions[s].as_ref().is_none_or(|c| c.is_closed()) {
+            let ci = self.conninfo(s);
+            let mut cl = Client::connect(&ci, NoTls).map_err(|e| format!("session {s} cannot connect: {e}"))?;
+            // a backstop only: a call past the bound is a violation long before this
+            cl.batch_execute("SET statement_timeout = '20s'").unwrap();
+            self.sessions[s] = Some(cl);
+        }
+        Ok(self.sessions[s].as_mut().unwrap())
+    }
+
+    /// Run the statements of one step in `shape`: the rows of `sql` as text (or its SQLSTATE),
+    /// and whether the shape then ended as planned (or the SQLSTATE of the statement that
+    /// failed). Every statement is timed and its error checked against the documented
+    /// SQLSTATEs; a violation is `Err`.
+    #[allow(clippy::type_complexity)]
+    fn run_shaped(
+        &mut self,
+        s: usize,
+        sql: &str,
+        shape: Shape,
+    ) -> Result<(Result<Vec<String>, String>, Result<(), String>), String> {
+        self.gid += 1;
+        let gid = format!("fz_{}", self.gid);
+        let (before, after): (Vec<String>, Vec<String>) = match shape {
+            Shape::Auto => (vec![], vec![]),
+            Shape::Commit => (vec!["BEGIN".into()], vec!["COMMIT".into()]),
+            Shape::Rollback => (vec!["BEGIN".into()], vec!["ROLLBACK".into()]),
+            Shape::SavepointRollback => {
+                (vec!["BEGIN".into(), "SAVEPOINT s".into()], vec!["ROLLBACK TO SAVEPOINT s".into(), "COMMIT".into()])
+            }
+            Shape::PrepareCommit => {
+                (vec!["BEGIN".into()], vec![format!("PREPARE TRANSACTION '{gid}'"), format!("COMMIT PREPARED '{gid}'")])
+            }
+            Shape::PrepareRollback => (
+                vec!["BEGIN".into()],
+                vec![format!("PREPARE TRANSACTION '{gid}'"), format!("ROLLBACK PREPARED '{gid}'")],
+            ),
+            Shape::PrepareLeave => (vec!["BEGIN".into()], vec![format!("PREPARE TRANSACTION '{gid}'")]),
+        };
+        for stmt in &before {
+            if let Err(e) = self.query(s, stmt)? {
+                return Err(format!("`{stmt}` failed: {e}"));
+            }
+        }
+        let rows = self.query(s, sql)?;
+        let mut ended = rows.clone().map(|_| ());
+        if ended.is_ok() {
+            for stmt in &after {
+                if let Err(e) = self.query(s, stmt)? {
+                    ended = Err(e);
+                    break;
+                }
+            }
+        }
+        if ended.is_err() {
+            // whatever failed, leave the session outside a transaction
+            let _ = self.session(s)?.batch_execute("ROLLBACK");
+        } else if shape == Shape::PrepareLeave {
+            self.prepared.push((s % 2, gid, vec![]));
+        }
+        Ok((rows, ended))
+    }
+
+    /// One statement: its rows as text, `Ok(Err(sqlstate))` for a documented error;
+    /// `Err(violation)` for a slow call, an undocumented SQLSTATE or a lost connection.
+    fn query(&mut self, s: usize, sql: &str) -> Result<Result<Vec<String>, String>, String> {
+        let cl = self.session(s)?;
+        let t = Instant::now();
+        let r = cl.simple_query(sql);
+        let took = t.elapsed();
+        self.calls += 1;
+        self.longest = self.longest.max(took);
+        if took > bound() {
+            return Err(format!("`{sql}` took {took:?}, more than {:?}", bound()));
+        }
+        match r {
+            Ok(msgs) => Ok(Ok(msgs
+                .into_iter()
+                .filter_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap_or("NULL").to_string()),
+                    _ => None,
+                })
+                .collect())),
+            Err(e) => match sqlstate(&e) {
+                Some(st) if DOCUMENTED.contains(&st.as_str()) => Ok(Err(st)),
+                Some(st) => Err(format!("`{sql}` failed with {st}, not a documented SQLSTATE: {e}")),
+                None => Err(format!("`{sql}` lost its connection: {e}")),
+            },
+        }
+    }
+
+    fn tag_key(&self, db: usize, t: usize) -> (usize, usize, u32) {
+        (db, t, *self.incarnation.get(&(db, t)).unwrap_or(&0))
+    }
+
+    /// A draw: the number of values it returned, or its SQLSTATE. Every value returned counts,
+    /// whatever the transaction did afterwards.
+    fn draw(&mut self, s: usize, d: &Draw, shape: Shape) -> Result<Result<usize, String>, String> {
+        let db = s % 2;
+        let sql = match d {
+            Draw::Next(t) => format!("SELECT seqgen_next('{}')", TAGS[*t]),
+            Draw::Batch(t, n) => format!("SELECT x FROM seqgen_next_batch('{}', {n}) x", TAGS[*t]),
+            Draw::OrderNo(t, k) => format!("SELECT seqgen_order_no('{}') FROM generate_series(1, {k})", TAGS[*t]),
+            Draw::Snowflake(k) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
+            Draw::Uuid(k) => format!("SELECT seqgen_uuidv7() FROM generate_series(1, {k})"),
+        };
+        let (rows, _) = self.run_shaped(s, &sql, shape)?;
+        let values = match rows {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
+        for v in &values {
+            let fresh = match d {
+                Draw::Next(t) | Draw::Batch(t, _) => {
+                    let key = self.tag_key(db, *t);
+                    self.ids.entry(key).or_default().insert(v.parse().map_err(|_| format!("not a bigint: {v}"))?)
+                }
+                Draw::OrderNo(t, _) => {
+                    let key = self.tag_key(db, *t);
+                    self.texts.entry(key).or_default().insert(v.clone())
+                }
+                Draw::Snowflake(_) => self.flakes.insert(v.parse().map_err(|_| format!("not a bigint: {v}"))?),
+                Draw::Uuid(_) => self.uuids.insert(v.clone()),
+            };
+            if !fresh {
+                return Err(format!("{v} was issued twice"));
+            }
+        }
+        Ok(Ok(values.len()))
+    }
+
+    fn admin(&mut self, s: usize, a: &Admin, shape: Shape) -> Result<String, String> {
+        let db = s % 2;
+        let tag = |t: &usize| TAGS[*t];
+        let sql = match a {
+            Admin::Create(t, step) => format!("SELECT seqgen_create('{}', {step})", tag(t)),
+            Admin::Drop(t) => format!("SELECT seqgen_drop('{}')", tag(t)),
+            Admin::Alter(t, step) => format!("SELECT seqgen_alter('{}', {step})", tag(t)),
+            Admin::Restart(t, v, force) => format!("SELECT seqgen_restart('{}', {v}, {force})", tag(t)),
+            Admin::RestartUndo(t) => format!("SELECT seqgen_restart_undo('{}')", tag(t)),
+            Admin::Template(t, i, z) => {
+                format!("SELECT seqgen_set_template('{}', '{}', '{}')", tag(t), TEMPLATES[*i], ZONES[*z])
+            }
+            Admin::Opaque(t) => format!("SELECT seqgen_make_opaque('{}')", tag(t)),
+            Admin::NodeBits(t, b) => format!("SELECT seqgen_set_node_bits('{}', {b})", tag(t)),
+            Admin::Advance(ms) => {
+                format!("SELECT seqgen_snowflake_advance(seqgen_snowflake_at(clock_timestamp() + interval '{ms} ms'))")
+            }
+            Admin::HandRaise(0, ms) => format!(
+                "SET LOCAL lock_timeout = 1000; UPDATE seqgen.snowflake SET reserved_id = \
+                 seqgen_snowflake_at(clock_timestamp() + interval '{ms} ms')"
+            ),
+            Admin::HandRaise(_, ms) => format!(
+                "SET LOCAL lock_timeout = 1000; UPDATE seqgen.uuidv7 SET reserved_id = \
+                 (extract(epoch FROM clock_timestamp() + interval '{ms} ms') * 1000)::int8 << 21"
+            ),
+            Admin::Grant(t, true) => format!("SELECT seqgen_grant('{}', 'fz_app')", tag(t)),
+            Admin::Grant(t, false) => format!("SELECT seqgen_revoke('{}', 'fz_app')", tag(t)),
+            Admin::BadInput(i) => [
+                "SELECT seqgen_create('', 10)",
+                "SELECT seqgen_create('x', -5)",
+                "SELECT seqgen_set_template('a', '{seq:0}')",
+                "SELECT seqgen_set_template('a', 'A{seq:3}', 'Mars/Olympus')",
+                "SELECT seqgen_next_batch('a', 0)",
+                "SELECT seqgen_snowflake_advance(-1)",
+            ][*i]
+                .to_string(),
+        };
+        let committed_shape = matches!(shape, Shape::Auto | Shape::Commit | Shape::PrepareCommit | Shape::PrepareLeave);
+        let (rows, ended) = self.run_shaped(s, &sql, shape)?;
+        let r = rows.and(ended);
+        if r.is_ok() && committed_shape {
+            match a {
+                Admin::Drop(t) if shape == Shape::PrepareLeave => {
+                    if let Some(p) = self.prepared.last_mut() {
+                        p.2.push(*t);
+                    }
+                }
+                Admin::Drop(t) => self.dropped(db, *t),
+                Admin::Create(t, _) if shape != Shape::PrepareLeave => {
+                    self.exists.insert((db, *t));
+                }
+                Admin::Template(t, ..) if shape != Shape::PrepareLeave => {
+                    self.templated.insert((db, *t));
+                }
+                _ => {}
+            }
+        }
+        Ok(match r {
+            Ok(_) => "ok".into(),
+            Err(e) => e,
+        })
+    }
+
+    fn dropped(&mut self, db: usize, t: usize) {
+        *self.incarnation.entry((db, t)).or_default() += 1;
+        self.exists.remove(&(db, t));
+        self.templated.remove(&(db, t));
+    }
+
+    fn allocator_pid(&mut self, db: usize) -> Option<i32> {
+        let mut c = Client::connect(&self.c.conninfo("postgres"), NoTls).ok()?;
+        c.query_opt(
+            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator' AND datname = $1",
+            &[&DBS[db]],
+        )
+        .ok()
+        .flatten()
+        .map(|r| r.get(0))
+    }
+
+    fn set_clock(&self) {
+        self.c.set_clock_offset_ms(self.clock_base - self.clock_back);
+    }
+
+    fn fault(&mut self, f: &Fault) -> Result<String, String> {
+        match f {
+            Fault::Restart(mode) => {
+                for pid in self.stopped.drain(..) {
+                    signal(pid, "CONT");
+                }
+                self.holder = None;
+                self.c.stop(mode);
+                self.c.start();
+                self.sessions.iter_mut().for_each(|s| *s = None);
+            }
+            Fault::StopAllocator(db) => {
+                if let Some(pid) = self.allocator_pid(*db) {
+                    signal(pid, "STOP");
+                    self.stopped.push(pid);
+                }
+            }
+            Fault::TermAllocator(db) => {
+                if let Some(pid) = self.allocator_pid(*db) {
+                    if !self.stopped.contains(&pid) {
+                        signal(pid, "TERM");
+                    }
+                }
+            }
+            Fault::TermLauncher => {
+                let mut c = Client::connect(&self.c.conninfo("postgres"), NoTls).map_err(|e| e.to_string())?;
+                if let Some(r) = c
+                    .query_opt("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_seqgen launcher'", &[])
+                    .unwrap()
+                {
+                    signal(r.get(0), "TERM");
+                }
+            }
+            Fault::Lock(db, t, m) => {
+                self.holder = None;
+                let mut h = Client::connect(&self.c.conninfo(DBS[*db]), NoTls).map_err(|e| e.to_string())?;
+                h.batch_execute(&format!(
+                    "BEGIN; SET LOCAL lock_timeout = 1000; LOCK TABLE {} IN {} MODE",
+                    TABLES[*t], MODES[*m]
+                ))
+                .map_err(|e| format!("LOCK TABLE: {e}"))?;
+                self.holder = Some(h);
+            }
+            Fault::LockPrepared(db, t) => {
+                self.gid += 1;
+                let gid = format!("fz_lock_{}", self.gid);
+                let mut h = Client::connect(&self.c.conninfo(DBS[*db]), NoTls).map_err(|e| e.to_string())?;
+                if h.batch_execute(&format!(
+                    "BEGIN; SET LOCAL lock_timeout = 1000; LOCK TABLE {} IN ACCESS EXCLUSIVE MODE; PREPARE TRANSACTION '{gid}'",
+                    TABLES[*t]
+                ))
+                .is_ok()
+                {
+                    self.prepared.push((*db, gid, vec![]));
+                }
+            }
+            Fault::ClockBack(ms) => {
+                self.clock_back = *ms;
+                self.set_clock();
+            }
+            Fault::ClockForward(ms) => {
+                self.clock_base += ms;
+                self.set_clock();
+            }
+            Fault::FallBack => {
+                const NEW_YORK_FALL_BACK_MS: i64 = 1_825_567_200_000; // 2027-11-07 06:00:00 UTC
+                let now =
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+                let base = NEW_YORK_FALL_BACK_MS - 2000 - now;
+                if base > self.clock_base {
+                    self.clock_base = base;
+                    self.set_clock();
+                }
+            }
+        }
+        Ok("done".into())
+    }
+
+    /// Every fault ends; then every tag, snowflakes and UUIDv7s must serve within 2 s.
+    fn heal(&mut self, commit: bool) -> Result<String, String> {
+        for pid in self.stopped.drain(..) {
+            signal(pid, "CONT");
+        }
+        self.holder = None;
+        self.clock_back = 0;
+        self.set_clock();
+        for (db, gid, drops) in std::mem::take(&mut self.prepared) {
+            let mut c = Client::connect(&self.c.conninfo(DBS[db]), NoTls).map_err(|e| e.to_string())?;
+            let verb = if commit { "COMMIT" } else { "ROLLBACK" };
+            if c.batch_execute(&format!("{verb} PREPARED '{gid}'")).is_ok() && commit {
+                for t in drops {
+                    self.dropped(db, t);
+                }
+            }
+        }
+        // the tags the catalog really has (a prepared create committed just now counts too)
+        let mut checks = vec![];
+        for (db, name) in DBS.iter().enumerate() {
+            let mut c = Client::connect(&self.c.conninfo(name), NoTls).map_err(|e| e.to_string())?;
+            let tags = c
+                .query(
+                    "SELECT biz_tag, EXISTS (SELECT FROM seqgen.template t WHERE t.biz_tag = a.biz_tag) \
+                     FROM seqgen.alloc a",
+                    &[],
+                )
+                .map_err(|e| e.to_string())?;
+            for r in tags {
+                let (name, tpl): (String, bool) = (r.get(0), r.get(1));
+                if let Some(t) = TAGS.iter().position(|x| *x == name) {
+                    self.exists.insert((db, t));
+                    checks.push((db, Draw::Next(t)));
+                    if tpl {
+                        self.templated.insert((db, t));
+                        checks.push((db, Draw::OrderNo(t, 1)));
+                    }
+                }
+            }
+            checks.push((db, Draw::Snowflake(1)));
+            checks.push((db, Draw::Uuid(1)));
+        }
+        let started = Instant::now();
+        let mut slowest = Duration::ZERO;
+        // session `db` is a superuser session in database `db`
+        for (db, d) in checks {
+            let t = Instant::now();
+            loop {
+                match self.draw(db, &d, Shape::Auto)? {
+                    Ok(_) => break,
+                    // a full period, an exhausted tag: not an outage
+                    Err(st) if st == "2200H" => break,
+                    Err(_) if t.elapsed() < Duration::from_secs(2) => std::thread::sleep(Duration::from_millis(50)),
+                    Err(st) => {
+                        return Err(format!("after the heal, {d:?} in {} still fails with {st} after 2 s", DBS[db]))
+                    }
+                }
+            }
+            slowest = slowest.max(t.elapsed());
+        }
+        Ok(format!("service back: slowest check {} ms, all {} ms", slowest.as_millis(), started.elapsed().as_millis()))
+    }
+
+    /// A crash or a panic in the server log since the last look.
+    fn check_log(&mut self) -> Result<(), String> {
+        let log = self.c.log();
+        let new = &log[self.log_seen.min(log.len())..];
+        self.log_seen = log.len();
+        for bad in ["terminated by signal", "PANIC", "panicked at", "internal error"] {
+            if let Some(line) = new.lines().find(|l| l.contains(bad)) {
+                return Err(format!("server log: {line}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, op: &Op) -> Result<String, String> {
+        let r = match op {
+            Op::Draw(s, d, shape) => self.draw(*s, d, *shape).map(|r| match r {
+                Ok(n) => format!("{n} values"),
+                Err(st) => st,
+            }),
+            Op::Admin(s, a, shape) => self.admin(*s, a, *shape),
+            Op::Fault(f) => self.fault(f),
+            Op::Heal(c) => self.heal(*c),
+        }?;
+        self.check_log()?;
+        Ok(r)
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        for pid in self.stopped.drain(..) {
+            signal(pid, "CONT");
+        }
+    }
+}
+
+/// Run `ops`; the first violation, if any, with the step it happened at.
+fn run_ops(ops: &[Op], name: &str, port: u16, verbose: bool) -> (Option<(usize, String)>, Run) {
+    let mut run = Run::new(name, port);
+    for (i, op) in ops.iter().enumerate() {
+        match run.step(op) {
+            Ok(result) => run.log.push(format!("{i:4}: {op} -> {result}")),
+            Err(v) => {
+                run.log.push(format!("{i:4}: {op} -> VIOLATION: {v}"));
+                if verbose {
+                    println!("{}", run.log.join("\n"));
+                }
+                return (Some((i, v)), run);
+            }
+        }
+    }
+    (None, run)
+}
+
+/// Shrink a failing sequence: drop runs of steps while the replay still fails (on a fresh
+/// cluster each time), within a budget of replays.
+fn shrink(mut ops: Vec<Op>, name: &str, port: u16) -> Vec<Op> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut chunk = ops.len().div_ceil(2);
+    while chunk >= 1 && Instant::now() < deadline {
+        let mut i = 0;
+        let mut reduced = false;
+        while i < ops.len() && Instant::now() < deadline {
+            let mut candidate = ops.clone();
+            candidate.drain(i..(i + chunk).min(ops.len()));
+            if let (Some((at, _)), _) = run_ops(&candidate, name, port, false) {
+                candidate.truncate(at + 1);
+                ops = candidate;
+                reduced = true;
+            } else {
+                i += chunk;
+            }
+        }
+        if !reduced {
+            chunk /= 2;
+        }
+    }
+    ops
+}
+
+fn seeds() -> Vec<u64> {
+    std::env::var("SEQGEN_FUZZ_SEEDS")
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|_| vec![1, 2, 3])
+}
+
+fn steps() -> usize {
+    std::env::var("SEQGEN_FUZZ_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(250)
+}
+
+fn fuzz_seed(seed: u64, steps: usize, port: u16) {
+    let ops = generate(seed, steps);
+    let name = format!("fuzz_{seed}");
+    let started = Instant::now();
+    let (violation, run) = run_ops(&ops, &name, port, true);
+    let minutes = started.elapsed().as_secs_f64() / 60.0;
+    let total_ids: usize = run.ids.values().map(HashSet::len).sum();
+    let total_texts: usize = run.texts.values().map(HashSet::len).sum();
+    // how the steps ended, to see what the seed exercised
+    let mut ends: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in &run.log {
+        let (kind, end) = line.split_once(" -> ").unwrap_or((line, ""));
+        let kind = if kind.contains(" draws ") {
+            "draw"
+        } else if kind.contains("fault") {
+            "fault"
+        } else if kind.contains("heal") {
+            "heal"
+        } else {
+            "admin"
+        };
+        let end = if end.ends_with(" values") || end == "ok" || end == "done" || end.starts_with("service back") {
+            "ok"
+        } else {
+            end
+        };
+        *ends.entry(format!("{kind} {end}")).or_default() += 1;
+    }
+    println!("fuzz seed {seed}: steps by outcome {ends:?}");
+    println!(
+        "fuzz seed {seed}: {} steps in {:.1} min ({:.0} steps per minute), {} calls, longest {} ms; \
+         {total_ids} segment values, {total_texts} order numbers, {} snowflakes, {} UUIDv7s, 0 issued twice so far",
+        run.log.len(),
+        minutes,
+        run.log.len() as f64 / minutes,
+        run.calls,
+        run.longest.as_millis(),
+        run.flakes.len(),
+        run.uuids.len()
+    );
+    drop(run);
+    if let Some((at, v)) = violation {
+        let failing = ops[..=at].to_vec();
+        println!("fuzz seed {seed}: violation at step {at}: {v}\nshrinking ...");
+        let small = shrink(failing, &format!("{name}_shrink"), port);
+        let (again, run) = run_ops(&small, &format!("{name}_min"), port, false);
+        println!("fuzz seed {seed}: shrunk to {} steps:\n{}", small.len(), run.log.join("\n"));
+        panic!("fuzz seed {seed}: {}", again.map(|(_, v)| v).unwrap_or(v));
+    }
+}
+
+#[test]
+fn operation_fuzzer_fixed_seeds() {
+    for seed in seeds() {
+        fuzz_seed(seed, steps(), 57201);
+    }
+}
+
+/// Opt-in soak: `SEQGEN_FUZZ_SOAK_SECS=3600 cargo test -p seqgen-integration --test fuzz soak
+/// -- --ignored --nocapture` draws random seeds for that long.
+#[test]
+#[ignore]
+fn operation_fuzzer_soak() {
+    let secs: u64 = std::env::var("SEQGEN_FUZZ_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(600);
+    let until = Instant::now() + Duration::from_secs(secs);
+    let mut rng = StdRng::from_os_rng();
+    while Instant::now() < until {
+        let seed: u64 = rng.random();
+        println!("soak: seed {seed}");
+        fuzz_seed(seed, 400, 57202);
+    }
+}
