@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # Build a released version of pg_seqgen (for the upgrade tests and the side-by-side
 # benchmark) from this repository's history, for one PostgreSQL major (the first argument,
-# default PG_MAJOR), into target/old/<version>-pg<major>/ (a `cargo pgrx package` tree: the
+# default PG_MAJOR), into $PG_TREES/old/<version>-pg<major>/ (a `cargo pgrx package` tree: the
 # installation's pkglibdir/pg_seqgen.so and sharedir/extension/ below that root). The second
-# argument is the version: 0.1.0 (default) or 0.2.0.
-# Cached: a second run only prints the path.
+# argument is the version: 0.1.0 (default), 0.2.0 or 0.3.0.
+# Cached outside the clone, with the PostgreSQL trees (a released version never changes): a
+# second run, also from another clone, only prints the path.
 . "$(dirname "$0")/lib.sh"
 use_major "${1:-$PG_MAJOR}"
 OLD_VERSION=${2:-0.1.0}
 case "$OLD_VERSION" in
     0.1.0) OLD_COMMIT=1f09aa59b66809931071937e3659781f7917d37d ;;  # the 0.1.0 release
     0.2.0) OLD_COMMIT=2273e80097c108e7589268e601b46e6038471c16 ;;  # the 0.2.0 release
+    0.3.0) OLD_COMMIT=44a366ade532c4f6333c201352e4bd4f13ec9f55 ;;  # the 0.3.0 release
     *) echo "unknown pg_seqgen version $OLD_VERSION" >&2; exit 1 ;;
 esac
-out="$ROOT/target/old/$OLD_VERSION-pg$PG_MAJOR"
+OLD="$PG_TREES/old"
+out="$OLD/$OLD_VERSION-pg$PG_MAJOR"
 if [ ! -f "$out/.done" ]; then
     git -C "$ROOT" cat-file -e "$OLD_COMMIT^{commit}" 2>/dev/null || {
         echo "commit $OLD_COMMIT (pg_seqgen $OLD_VERSION) is not in this clone's history" >&2
         exit 1
     }
-    src="$ROOT/target/old/src-$OLD_VERSION"
+    src="$OLD/src-$OLD_VERSION"
     rm -rf "$src" "$out"
     mkdir -p "$src"
     git -C "$ROOT" archive "$OLD_COMMIT" | tar -x -C "$src"
@@ -27,8 +30,8 @@ if [ ! -f "$out/.done" ]; then
     # a target directory per version: cargo identifies the path dependency seqgen-core by its
     # path relative to the workspace ("core"), so two versions sharing one would reuse each
     # other's seqgen-core
-    (cd "$src" && CARGO_TARGET_DIR="$ROOT/target/old/target-$OLD_VERSION" cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >"$ROOT/target/old/build-$OLD_VERSION-pg$PG_MAJOR.log" 2>&1) || {
-        tail -30 "$ROOT/target/old/build-$OLD_VERSION-pg$PG_MAJOR.log"
+    (cd "$src" && CARGO_TARGET_DIR="$OLD/target-$OLD_VERSION" cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >"$OLD/build-$OLD_VERSION-pg$PG_MAJOR.log" 2>&1) || {
+        tail -30 "$OLD/build-$OLD_VERSION-pg$PG_MAJOR.log"
         exit 1
     }
     touch "$out/.done"

@@ -6,8 +6,8 @@
 #   2. the #[pg_test]s: cargo pgrx test pgNN, in a test cluster with pg_seqgen preloaded
 #   3. the integration and fault suite on that major's binaries: real clusters, concurrent
 #      sessions, crashes, standbys, dump/restore, operator faults, several databases, the
-#      upgrades from the released 0.1.0 and 0.2.0 (cargo test -p seqgen-integration; both are
-#      built from history for the major by scripts/old_version.sh)
+#      upgrades from the released 0.1.0, 0.2.0 and 0.3.0 (cargo test -p seqgen-integration; all
+#      built from history for the major by scripts/old_version.sh), the operation fuzzer
 # and last, with 15 among them:
 #   4. the Debian package: built by scripts/package.sh, installed with apt in place of the
 #      source install, used in a cluster, removed (tests/package_test.sh)
@@ -35,7 +35,8 @@ for major in $PG_MAJORS; do
     install_extension
     SEQGEN_OLD_PACKAGE=$(bash "$ROOT/scripts/old_version.sh" "$major" 0.1.0 | tail -1)
     SEQGEN_OLD_PACKAGE_0_2_0=$(bash "$ROOT/scripts/old_version.sh" "$major" 0.2.0 | tail -1)
-    export SEQGEN_OLD_PACKAGE SEQGEN_OLD_PACKAGE_0_2_0  # SEQGEN_PG_CONFIG is set by use_major
+    SEQGEN_OLD_PACKAGE_0_3_0=$(bash "$ROOT/scripts/old_version.sh" "$major" 0.3.0 | tail -1)
+    export SEQGEN_OLD_PACKAGE SEQGEN_OLD_PACKAGE_0_2_0 SEQGEN_OLD_PACKAGE_0_3_0  # SEQGEN_PG_CONFIG: use_major
     run cargo test -p seqgen-integration --test '*' -- --test-threads=2 --nocapture
 done
 

@@ -1,10 +1,10 @@
-//! Upgrading from the released 0.1.0 and 0.2.0: install it, use every generator, install this
+//! Upgrading from the released 0.1.0, 0.2.0 and 0.3.0: install it, use every generator, install this
 //! version's files, restart, `ALTER EXTENSION pg_seqgen UPDATE`, and draw on with nothing
 //! repeated. The upgraded catalog must be the one a fresh install creates.
 //!
 //! The old versions are built from this repository's history by `scripts/old_version.sh`
 //! for the major under test (`tests/run.sh` runs it and passes their paths in
-//! `SEQGEN_OLD_PACKAGE` and `SEQGEN_OLD_PACKAGE_0_2_0`). Both versions run from a private PostgreSQL tree (real copies of
+//! `SEQGEN_OLD_PACKAGE`, `SEQGEN_OLD_PACKAGE_0_2_0` and `SEQGEN_OLD_PACKAGE_0_3_0`). Both versions run from a private PostgreSQL tree (real copies of
 //! `postgres` and `pg_ctl`, links to the rest of the installation), so the installation under
 //! test keeps this version.
 
@@ -81,7 +81,7 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
 }
 
 /// This version.
-const NEW: &str = "0.3.0";
+const NEW: &str = "0.4.0";
 
 #[test]
 fn upgrade_from_0_1_0_repeats_nothing() {
@@ -96,6 +96,14 @@ fn upgrade_from_0_2_0_repeats_nothing() {
         "SEQGEN_OLD_PACKAGE_0_2_0: the 0.2.0 package tree (run scripts/old_version.sh <major> 0.2.0; tests/run.sh does)",
     );
     upgrade(&old, "0.2.0", 56702);
+}
+
+#[test]
+fn upgrade_from_0_3_0_repeats_nothing() {
+    let old = std::env::var("SEQGEN_OLD_PACKAGE_0_3_0").expect(
+        "SEQGEN_OLD_PACKAGE_0_3_0: the 0.3.0 package tree (run scripts/old_version.sh <major> 0.3.0; tests/run.sh does)",
+    );
+    upgrade(&old, "0.3.0", 56703);
 }
 
 fn upgrade(old: &str, from: &str, port: u16) {
@@ -173,6 +181,7 @@ fn upgrade(old: &str, from: &str, port: u16) {
             &format!("pg_seqgen--{NEW}.sql"),
             "pg_seqgen--0.1.0--0.2.0.sql",
             "pg_seqgen--0.2.0--0.3.0.sql",
+            "pg_seqgen--0.3.0--0.4.0.sql",
         ],
     );
     run(&format!("cp {old}{ext}/pg_seqgen--{from}.sql {TREE}{ext}/", ext = ext()));
@@ -197,6 +206,16 @@ fn upgrade(old: &str, from: &str, port: u16) {
     // what 0.3.0 added works on the upgraded catalog
     let dbs = c.one_i64("SELECT count(*) FROM seqgen_allocators() WHERE database = 'postgres' AND running");
     assert_eq!(dbs, 1, "seqgen_allocators() after the upgrade");
+    // what 0.4.0 added: tags of older versions stay open to every role with EXECUTE (as they
+    // were) and are owned by the extension's owner; the current template is in the history,
+    // so a change that could repeat today's numbers is refused
+    let mut cl = c.connect();
+    let open: bool = cl.query_one("SELECT bool_and(public_draw) FROM seqgen.alloc", &[]).unwrap().get(0);
+    assert!(open, "tags of {from} are no longer open after the upgrade");
+    let refused = cl.batch_execute("SELECT seqgen_set_template('ord', 'U{yyyy}{MM}{dd}-{seq:6:opaque}')").unwrap_err();
+    assert_eq!(sqlstate(&refused).as_deref(), Some("22023"), "{refused:?}");
+    cl.batch_execute("SELECT seqgen_revoke('seg', 'public'); SELECT seqgen_grant('seg', 'public')").unwrap();
+    drop(cl);
     // back to the daily template after the upgrade: the day continues above 0.1.0's numbers
     let mut cl = c.connect();
     cl.batch_execute("SELECT seqgen_set_template('sw', 'W{yyyy}{MM}{dd}-{seq:6}')").unwrap();
@@ -237,5 +256,5 @@ fn upgrade(old: &str, from: &str, port: u16) {
     drop(tree_lock);
 }
 
-/// The two upgrade tests share the private tree: one at a time.
+/// The upgrade tests share the private tree: one at a time.
 static TREE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
