@@ -20,9 +20,16 @@ BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 
 ensure_deps
 install_extension
-OLD_PKG=$(bash "$ROOT/scripts/old_version.sh" | tail -1)
+OLD_PKG=$(bash "$ROOT/scripts/old_version.sh" "$PG_MAJOR" 0.1.0 | tail -1)
 OLD_DIR=/tmp/pg_seqgen_bench_old
 OLD_PORT=$((PORT + 1))
+# 0.3.0, for the cost of 0.4.0's per-tag privilege check on the hot path
+V03_PKG=$(bash "$ROOT/scripts/old_version.sh" "$PG_MAJOR" 0.3.0 | tail -1)
+V03_DIR=/tmp/pg_seqgen_bench_v03
+V03_PORT=$((PORT + 2))
+# many tags in turn: a cluster with room for 100,000 tags in shared memory (one database)
+TAGS_DIR=/tmp/pg_seqgen_bench_tags
+TAGS_PORT=$((PORT + 3))
 
 say "starting a throwaway cluster in $DIR"
 cluster_init "$DIR" "$PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min"
@@ -32,8 +39,19 @@ OLD_TREE=/tmp/pg_seqgen_bench_old_tree
 make_pg_tree "$OLD_TREE" "$OLD_PKG"
 cluster_init "$OLD_DIR" "$OLD_PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "seqgen.adaptive_step = off"
 cluster_start "$OLD_DIR" "$OLD_TREE$PG_BIN"
-trap 'cluster_stop "$DIR" fast; cluster_stop "$OLD_DIR" fast' EXIT
+say "starting a third cluster with pg_seqgen 0.3.0, and a fourth with room for 100,000 tags"
+V03_TREE=/tmp/pg_seqgen_bench_v03_tree
+make_pg_tree "$V03_TREE" "$V03_PKG"
+cluster_init "$V03_DIR" "$V03_PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min"
+cluster_start "$V03_DIR" "$V03_TREE$PG_BIN"
+cluster_init "$TAGS_DIR" "$TAGS_PORT" "shared_buffers = 256MB" "seqgen.max_databases = 1" "seqgen.max_tags = 131072"
+cluster_start "$TAGS_DIR"
+trap 'cluster_stop "$DIR" fast; cluster_stop "$OLD_DIR" fast; cluster_stop "$V03_DIR" fast; cluster_stop "$TAGS_DIR" fast' EXIT
 psql_at "$OLD_DIR" "$OLD_PORT" -c "CREATE EXTENSION pg_seqgen" -c "SELECT seqgen_create('p', 100)" >/dev/null
+for d in "$V03_DIR:$V03_PORT" "$TAGS_DIR:$TAGS_PORT"; do
+    psql_at "${d%%:*}" "${d##*:}" -f "$BENCH_DIR/setup.sql" >/dev/null
+done
+psql_at "$TAGS_DIR" "$TAGS_PORT" -c "SELECT count(seqgen_create('t' || g, 1000)) FROM generate_series(0, 99999) g" >/dev/null
 mkdir -p "$OUT" && chown postgres "$OUT"
 
 psql_at "$DIR" "$PORT" -f "$BENCH_DIR/setup.sql" >/dev/null
@@ -45,6 +63,18 @@ done
 
 say "single session, $ROWS rows per query, median of 5 interleaved rounds"
 psql_at "$DIR" "$PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/single.sql" > "$OUT/single.tsv"
+
+say "many tags in turn: seqgen_next('t' || g % T) against length('t' || g % T), T = 1,000, 10,000, 100,000"
+psql_at "$TAGS_DIR" "$TAGS_PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/tags.sql" > "$OUT/tags.tsv"
+
+say "the privilege check: seqgen_next('b') per row in this version and in 0.3.0, 5 alternating rounds"
+: > "$OUT/versions.tsv"
+for round in 1 2 3 4 5; do
+    for d in "this:$DIR:$PORT" "0.3.0:$V03_DIR:$V03_PORT"; do
+        IFS=: read -r label ddir dport <<< "$d"
+        psql_at "$ddir" "$dport" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/versions.sql" | sed "s/^/$label\t/" >> "$OUT/versions.tsv"
+    done
+done
 
 say "three databases: the floor, seqgen_next and nextval in each, median of 5"
 : > "$OUT/databases.tsv"

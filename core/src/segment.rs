@@ -121,6 +121,24 @@ impl Entry {
     }
 }
 
+/// A caller's copy of the segment of one epoch, for [`SegmentBuffer::draw_hinted`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hint {
+    seg: Option<(u32, Segment)>,
+    /// Set by a draw that read a new segment into the hint; the caller clears it.
+    pub refreshed: bool,
+}
+
+impl Hint {
+    #[inline]
+    fn of(&self, epoch: u32) -> Option<Segment> {
+        match self.seg {
+            Some((e, seg)) if e == epoch => Some(seg),
+            _ => None,
+        }
+    }
+}
+
 /// The result of one draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Draw {
@@ -182,7 +200,11 @@ pub enum PublishError {
 #[repr(C, align(64))]
 pub struct SegmentBuffer {
     cursor: AtomicU64,
-    _pad: [u8; 56],
+    /// A word of the owner's, on the cursor's cache line: something the owner checks after
+    /// every draw costs no extra cache miss here (pg_seqgen keeps its slot's generation).
+    /// The buffer itself never touches it.
+    pub owner_word: AtomicU64,
+    _pad: [u8; 48],
     entries: [Entry; RING],
     published: AtomicU64,
     /// Sum of the lengths of the segments switched away from (for rates and status).
@@ -203,7 +225,8 @@ impl SegmentBuffer {
         epoch0.epoch = AtomicU64::new(0);
         SegmentBuffer {
             cursor: AtomicU64::new(0),
-            _pad: [0; 56],
+            owner_word: AtomicU64::new(0),
+            _pad: [0; 48],
             entries: [epoch0, Entry::empty(), Entry::empty(), Entry::empty()],
             published: AtomicU64::new(0),
             retired: AtomicU64::new(0),
@@ -238,6 +261,44 @@ impl SegmentBuffer {
         }
         let (epoch, offset) = unpack(self.cursor.fetch_add(1, Ordering::Acquire));
         match self.entries[epoch as usize % RING].read(epoch) {
+            None => Draw::Lost,
+            Some(seg) if offset < seg.len => Draw::Value {
+                value: seg.start + offset as i64,
+                period: seg.period,
+                prefetch: offset == seg.trigger,
+                epoch,
+            },
+            Some(_) => Draw::Exhausted { epoch },
+        }
+    }
+
+    /// [`draw`](Self::draw) with a caller-kept copy of the segment it last drew from: while the
+    /// cursor stays on that epoch the entry is not read again, so a draw touches only the
+    /// cursor's cache line. The copy is exact: the entry of an epoch is written once, when it
+    /// is published, and rewritten only for the epoch `RING` later, which the cursor reaches
+    /// only after leaving this one. A hint belongs to one incarnation of the buffer: after
+    /// [`reset`](Self::reset) the epochs start again, so the caller must drop its hints (pg_seqgen
+    /// keeps them with the slot's generation, which a reset always follows a change of).
+    /// `hint.refreshed` tells whether the draw read a new segment into the hint (so the caller
+    /// keeps it only then).
+    #[inline]
+    pub fn draw_hinted(&self, hint: &mut Hint) -> Draw {
+        let segment = |epoch: u32, hint: &mut Hint| match hint.of(epoch) {
+            Some(seg) => Some(seg),
+            None => {
+                let seg = self.entries[epoch as usize % RING].read(epoch)?;
+                *hint = Hint { seg: Some((epoch, seg)), refreshed: true };
+                Some(seg)
+            }
+        };
+        let (seen_epoch, seen_offset) = unpack(self.cursor.load(Ordering::Acquire));
+        if let Some(seg) = segment(seen_epoch, hint) {
+            if seen_offset >= seg.len {
+                return Draw::Exhausted { epoch: seen_epoch };
+            }
+        }
+        let (epoch, offset) = unpack(self.cursor.fetch_add(1, Ordering::Acquire));
+        match segment(epoch, hint) {
             None => Draw::Lost,
             Some(seg) if offset < seg.len => Draw::Value {
                 value: seg.start + offset as i64,
@@ -540,7 +601,17 @@ mod tests {
     /// small segments, some contiguous and some with gaps, exactly as the worker does. Every
     /// value handed out must be unique and inside a published segment.
     #[test]
+    fn concurrent_hinted_draws_are_unique() {
+        // the same as below with every worker drawing through a hint of its own
+        concurrent_draws(true);
+    }
+
+    #[test]
     fn concurrent_draws_are_unique() {
+        concurrent_draws(false);
+    }
+
+    fn concurrent_draws(hinted: bool) {
         const THREADS: usize = 8;
         const PER_THREAD: usize = 60_000;
         let b = Arc::new(SegmentBuffer::new());
@@ -572,6 +643,7 @@ mod tests {
                 let b = b.clone();
                 std::thread::spawn(move || {
                     let mut got = Vec::with_capacity(PER_THREAD + 64);
+                    let mut hint = Hint::default();
                     // a liveness bound, not a speed target: a stuck cursor fails the test
                     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
                     while got.len() < PER_THREAD {
@@ -588,7 +660,8 @@ mod tests {
                             }
                             continue;
                         }
-                        match b.draw() {
+                        let d = if hinted { b.draw_hinted(&mut hint) } else { b.draw() };
+                        match d {
                             Draw::Value { value, .. } => got.push(value),
                             Draw::Exhausted { epoch } => {
                                 if !b.switch_from(epoch) {

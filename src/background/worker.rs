@@ -281,6 +281,8 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
         plans: None,
         catalog: 0,
         absent: false,
+        templated: Default::default(),
+        verify_hand: 0,
     };
     loop {
         unsafe {
@@ -371,10 +373,10 @@ impl SlotRef {
     /// The slot's current tag, generation and identity, read consistently (the identity only
     /// changes together with the generation, under the directory lock).
     fn of(idx: usize, s: &TagSlot) -> Option<SlotRef> {
-        let gen = s.gen.load(Ordering::Acquire);
+        let gen = s.gen().load(Ordering::Acquire);
         let tag = String::from_utf8_lossy(s.name()).into_owned();
         let ident = s.ident();
-        (s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.gen.load(Ordering::Acquire) == gen)
+        (s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.gen().load(Ordering::Acquire) == gen)
             .then_some(SlotRef { idx, gen, ident, tag })
     }
 
@@ -423,7 +425,15 @@ struct Worker {
     retry_soon: bool,
     /// The extension is no longer installed in the database.
     absent: bool,
+    /// Slots whose template this allocator read (looked at every cycle for the first block of
+    /// the next period); the others only when they ask, and once a second.
+    templated: std::collections::BTreeSet<usize>,
+    /// Where the next once-a-second check of loaded slots against the catalog starts.
+    verify_hand: usize,
 }
+
+/// Loaded slots checked against the catalog per second (all of them, in turn).
+const VERIFY_PER_SECOND: usize = 1024;
 
 enum Outcome {
     Reserved(Reserve),
@@ -446,13 +456,20 @@ impl Worker {
         let now = shmem::now_ms();
         let periodic = now - self.last_periodic_ms >= 1000;
         reclaim_mailboxes(h, periodic);
-        let mut jobs = gather(h, now, periodic);
-        jobs.extend(self.gather_orders(h, now));
+        // the slots to look at: those that asked, and once a second all of them (a request
+        // whose claim was lost, a segment past its trigger)
+        let asked = shmem::take_asked(h);
+        let candidates: Vec<usize> = if periodic { (0..shmem::slots(h).len()).collect() } else { asked };
+        let mut jobs = gather(h, now, periodic, &candidates);
+        jobs.extend(self.gather_orders(h, now, &candidates));
         if periodic {
             self.last_periodic_ms = now;
             update_rates(h, now);
+            let all = shmem::slots(h);
+            let start = if self.verify_hand >= all.len() { 0 } else { self.verify_hand };
             let slots: Vec<SlotRef> =
-                shmem::slots(h).iter().enumerate().filter_map(|(i, s)| SlotRef::of(i, s)).collect();
+                (start..all.len()).filter_map(|i| SlotRef::of(i, &all[i])).take(VERIFY_PER_SECOND).collect();
+            self.verify_hand = slots.last().map_or(all.len(), |r| r.idx + 1);
             if !slots.is_empty() {
                 jobs.push(Job::Verify { slots });
             }
@@ -576,14 +593,20 @@ impl Worker {
     /// Order-number blocks to reserve: asked for by a caller, past the prefetch threshold, or
     /// (when the current block is less than half used) the next period's first block shortly
     /// before the period starts, so its first number need not wait.
-    fn gather_orders(&mut self, h: &'static Header, now: i64) -> Vec<Job> {
+    fn gather_orders(&mut self, h: &'static Header, now: i64, candidates: &[usize]) -> Vec<Job> {
         let mut jobs = vec![];
-        for (i, s) in shmem::slots(h).iter().enumerate() {
+        let slots = shmem::slots(h);
+        let mut look: std::collections::BTreeSet<usize> = candidates.iter().copied().collect();
+        look.extend(self.templated.iter().copied());
+        for i in look {
+            let Some(s) = slots.get(i) else { continue };
             if s.state.load(Ordering::Acquire) != shmem::SLOT_ACTIVE
                 || s.tpl.state.load(Ordering::Acquire) != shmem::TPL_READY
             {
+                self.templated.remove(&i);
                 continue;
             }
+            self.templated.insert(i);
             let asked = s.ord_want.swap(0, Ordering::AcqRel) != 0;
             if s.ord.has_next() {
                 continue;
@@ -673,7 +696,7 @@ fn reclaim_mailboxes(h: &'static Header, check_owners: bool) {
     }
 }
 
-fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
+fn gather(h: &'static Header, now: i64, periodic: bool, candidates: &[usize]) -> Vec<Job> {
     let mut jobs = vec![];
     for kind in Kind::ALL {
         if let Some(job) = snowflake::worker_wants(h, kind, now, periodic) {
@@ -700,7 +723,9 @@ fn gather(h: &'static Header, now: i64, periodic: bool) -> Vec<Job> {
             _ => answer(mb, seq, code::INTERNAL, 0, 0, "unknown request kind"),
         }
     }
-    for (i, s) in shmem::slots(h).iter().enumerate() {
+    let slots = shmem::slots(h);
+    for &i in candidates {
+        let Some(s) = slots.get(i) else { continue };
         if s.state.load(Ordering::Acquire) != shmem::SLOT_ACTIVE {
             continue;
         }
@@ -726,8 +751,14 @@ fn requeue(h: &'static Header, jobs: &[Job]) {
     let slots = shmem::all_slots(h);
     for job in jobs {
         match job {
-            Job::Prefetch { slot, .. } => slots[slot.idx].want.store(shmem::WANT_SEGMENT, Ordering::Release),
-            Job::Order { slot, .. } => slots[slot.idx].ord_want.store(1, Ordering::Release),
+            Job::Prefetch { slot, .. } => {
+                slots[slot.idx].want.store(shmem::WANT_SEGMENT, Ordering::Release);
+                shmem::ask(h, &slots[slot.idx]);
+            }
+            Job::Order { slot, .. } => {
+                slots[slot.idx].ord_want.store(1, Ordering::Release);
+                shmem::ask(h, &slots[slot.idx]);
+            }
             Job::Snowflake { kind, .. } => kind.area(h).want.store(1, Ordering::Release),
             // mailboxes stay POSTED and are gathered again
             _ => {}
@@ -894,7 +925,7 @@ fn reserve_code(r: &Reserve) -> u32 {
 /// The slot of `r`, if it still has the job's generation.
 fn live(h: &'static Header, r: &SlotRef) -> Option<&'static TagSlot> {
     let s = &shmem::all_slots(h)[r.idx];
-    (s.gen.load(Ordering::Acquire) == r.gen).then_some(s)
+    (s.gen().load(Ordering::Acquire) == r.gen).then_some(s)
 }
 
 /// Retire the slot of `r` if it still has the job's generation.
@@ -1078,7 +1109,7 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         if let Some(idx) = shmem::find_slot(h, tag.as_bytes()) {
             if slots[idx].ident() == ident {
                 slots[idx].active_ms.store(now, Ordering::Relaxed);
-                return Ok((idx, slots[idx].gen.load(Ordering::Acquire)));
+                return Ok((idx, slots[idx].gen().load(Ordering::Acquire)));
             }
             retire_slot(h, idx);
         }
@@ -1097,7 +1128,7 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         };
         let s = &slots[idx];
         h.slots_used.fetch_max(idx as u32 + 1, Ordering::AcqRel);
-        s.gen.fetch_add(1, Ordering::AcqRel);
+        s.gen().fetch_add(1, Ordering::AcqRel);
         s.seg.reset();
         s.set_name(tag.as_bytes());
         s.set_ident(ident);
@@ -1123,7 +1154,7 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         s.tpl.set_state(shmem::TPL_UNKNOWN);
         s.key_set.store(0, Ordering::Relaxed);
         s.opaque_from.store(0, Ordering::Relaxed);
-        let gen = s.gen.load(Ordering::Acquire);
+        let gen = s.gen().load(Ordering::Acquire);
         s.state.store(shmem::SLOT_ACTIVE, Ordering::Release);
         shmem::index_insert(h, idx);
         Err((idx, gen, evicted))

@@ -333,7 +333,7 @@ fn draw_one(tag: &str, r: Resolved, loc: &mut Local) -> Result<Option<(i64, i64)
                     }
                     continue;
                 }
-                if slot.gen.load(Ordering::Acquire) != r.gen {
+                if slot.gen().load(Ordering::Acquire) != r.gen {
                     return Ok(None);
                 }
                 return Ok(Some((period, value)));
@@ -384,7 +384,7 @@ fn request_block(slot: &TagSlot, period: i64) {
     slot.ord_want_period.fetch_max(period, Ordering::AcqRel);
     slot.ord_want.store(1, Ordering::Release);
     if let Some(h) = shmem::header() {
-        h.ring();
+        shmem::ask(h, slot);
     }
 }
 
@@ -403,7 +403,7 @@ fn wait_for_block(tag: &str, r: Resolved, loc: &mut Local, epoch: u32, period: i
         let err_before = slot.ord_err_seq.load(Ordering::Acquire);
         request_block(slot, want);
         let outcome = wait_until(h, deadline, || {
-            if slot.gen.load(Ordering::Acquire) != r.gen || slot.tpl.version.load(Ordering::Acquire) != loc.version {
+            if slot.gen().load(Ordering::Acquire) != r.gen || slot.tpl.version.load(Ordering::Acquire) != loc.version {
                 return Some(Ok(false));
             }
             if slot.ord.switch_from(epoch) {

@@ -23,22 +23,28 @@ fn seqgen_next(biz_tag: &str) -> i64 {
 
 #[inline]
 pub fn next(tag: &str) -> Result<i64> {
-    let mut r = resolve(tag)?;
+    let (mut r, mut hint) = directory::resolve_hinted(tag)?;
     loop {
-        match r.slot.seg.draw() {
+        match r.slot.seg.draw_hinted(&mut hint) {
             Draw::Value { value, prefetch, period: mode, .. } => {
+                // a new segment: kept for the next draw of this tag (the generation check
+                // below throws the value, and the tag's cache entry, away if the slot moved on)
+                if hint.refreshed {
+                    hint.refreshed = false;
+                    directory::remember_hint(tag, r, hint);
+                }
                 if prefetch {
                     request_segment(r.slot);
                 }
                 if mode == 0 {
-                    if r.slot.gen.load(Ordering::Acquire) == r.gen {
+                    if r.slot.gen().load(Ordering::Acquire) == r.gen {
                         return Ok(value);
                     }
                 } else {
                     // read the key (or node bits) before re-checking the generation: a slot
                     // retired and reassigned meanwhile has another key
                     let p = Presenter::capture(&r, mode);
-                    if r.slot.gen.load(Ordering::Acquire) == r.gen {
+                    if r.slot.gen().load(Ordering::Acquire) == r.gen {
                         return Ok(p?.present(value));
                     }
                 }
@@ -61,7 +67,7 @@ pub fn next(tag: &str) -> Result<i64> {
 #[cold]
 fn after_lost(tag: &str, r: Resolved) -> Result<Resolved> {
     pgrx::check_for_interrupts!();
-    if r.slot.gen.load(Ordering::Acquire) == r.gen {
+    if r.slot.gen().load(Ordering::Acquire) == r.gen {
         return Ok(r);
     }
     forget(tag);
@@ -72,7 +78,7 @@ fn after_lost(tag: &str, r: Resolved) -> Result<Resolved> {
 fn request_segment(slot: &shmem::TagSlot) {
     slot.want.store(shmem::WANT_SEGMENT, Ordering::Release);
     if let Some(h) = shmem::header() {
-        h.ring();
+        shmem::ask(h, slot);
     }
 }
 
@@ -87,7 +93,7 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
     request_segment(r.slot);
     let timeout = guc::ALLOCATION_TIMEOUT.get();
     let outcome = wait_for(h, || {
-        if r.slot.gen.load(Ordering::Acquire) != r.gen {
+        if r.slot.gen().load(Ordering::Acquire) != r.gen {
             return Some(Err(None));
         }
         if r.slot.seg.switch_from(epoch) {
@@ -178,7 +184,7 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
         match r.slot.seg.claim_range(left) {
             Claim::Range { start, len, period: mode } => {
                 let p = Presenter::capture(&r, mode);
-                if r.slot.gen.load(Ordering::Acquire) != r.gen {
+                if r.slot.gen().load(Ordering::Acquire) != r.gen {
                     forget(tag);
                     r = resolve(tag)?;
                     tries += 1;
@@ -215,7 +221,7 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
                 let p = Presenter::capture(&r, mode);
                 // the worker reserved from the row this slot serves and stored its key in the
                 // slot; a retirement since then would make the key unreliable
-                if r.slot.gen.load(Ordering::Acquire) != r.gen {
+                if r.slot.gen().load(Ordering::Acquire) != r.gen {
                     forget(tag);
                     r = resolve(tag)?;
                     continue;

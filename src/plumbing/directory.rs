@@ -8,6 +8,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use rustc_hash::FxHashMap;
+use seqgen_core::segment::Hint;
 
 use crate::plumbing::acl::Stamp;
 use crate::plumbing::error::{check_tag, Result, SeqgenError};
@@ -50,6 +51,9 @@ struct Entry {
     acl: Stamp,
     /// The `acl_epoch` of the slot's database area.
     area_epoch: &'static AtomicU64,
+    /// The segment this backend last drew from (see `SegmentBuffer::draw_hinted`); it belongs
+    /// to the slot's generation in `r`, like everything else here.
+    hint: Hint,
 }
 
 impl Entry {
@@ -59,13 +63,54 @@ impl Entry {
     }
 }
 
+/// A tag name held inline (tags are at most 63 bytes): the cache's key compares without a
+/// pointer to chase, and remembering the last tag of a call copies a few bytes where a
+/// `Box<str>` would allocate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Name {
+    len: u8,
+    bytes: [u8; shmem::NAME_MAX],
+}
+
+impl Name {
+    fn new(tag: &str) -> Name {
+        let mut bytes = [0u8; shmem::NAME_MAX];
+        let len = tag.len().min(shmem::NAME_MAX);
+        bytes[..len].copy_from_slice(&tag.as_bytes()[..len]);
+        Name { len: len as u8, bytes }
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    #[inline]
+    fn is(&self, tag: &str) -> bool {
+        self.as_bytes() == tag.as_bytes()
+    }
+}
+
+// hashed as its bytes, so the map is looked up with a `&[u8]`
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Name {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 #[derive(Default)]
 struct Cache {
     /// The last tag resolved, for the common `seqgen_next('same tag')` per row.
-    last: Option<(Box<str>, Entry)>,
+    last: Option<(Name, Entry)>,
     /// Every tag resolved (FxHash: short keys, no need for a random seed in a cache of our
     /// own tag names). Cleared when it grows past the shared slots several times over.
-    map: FxHashMap<Box<str>, Entry>,
+    map: FxHashMap<Name, Entry>,
 }
 
 static CACHE: BackendLocal<Cache> = BackendLocal::new();
@@ -75,32 +120,56 @@ static CACHE: BackendLocal<Cache> = BackendLocal::new();
 /// the tag changes from call to call) and a comparison of the privilege stamp.
 #[inline]
 pub fn resolve(tag: &str) -> Result<Resolved> {
+    resolve_hinted(tag).map(|(r, _)| r)
+}
+
+/// [`resolve`], with the segment hint this backend keeps for the tag.
+#[inline]
+pub fn resolve_hinted(tag: &str) -> Result<(Resolved, Hint)> {
     let hit = match &CACHE.get().last {
-        Some((name, e)) if &**name == tag && e.allowed() => Some(e.r),
+        Some((name, e)) if name.is(tag) && e.allowed() => Some((e.r, e.hint)),
         _ => None,
     };
     match hit {
-        Some(r) => Ok(r),
+        Some(h) => Ok(h),
         None => resolve_slow(tag),
+    }
+}
+
+/// Keep `hint` for the tag just resolved (after a draw moved to another segment: once per
+/// segment, not per draw).
+#[cold]
+pub fn remember_hint(tag: &str, r: Resolved, hint: Hint) {
+    let mut c = CACHE.get();
+    if let Some((name, e)) = c.last.as_mut() {
+        if name.is(tag) && e.r.gen == r.gen && std::ptr::eq(e.r.slot, r.slot) {
+            e.hint = hint;
+        }
+    }
+    if let Some(e) = c.map.get_mut(tag.as_bytes()) {
+        if e.r.gen == r.gen && std::ptr::eq(e.r.slot, r.slot) {
+            e.hint = hint;
+        }
     }
 }
 
 /// Forget a cached resolution (its slot changed generation).
 pub fn forget(tag: &str) {
     let mut c = CACHE.get();
-    c.map.remove(tag);
-    if matches!(&c.last, Some((n, _)) if &**n == tag) {
+    c.map.remove(tag.as_bytes());
+    if matches!(&c.last, Some((n, _)) if n.is(tag)) {
         c.last = None;
     }
 }
 
-fn resolve_slow(tag: &str) -> Result<Resolved> {
-    let cached = CACHE.get().map.get(tag).copied();
+fn resolve_slow(tag: &str) -> Result<(Resolved, Hint)> {
+    let cached = CACHE.get().map.get(tag.as_bytes()).copied();
     if let Some(e) = cached {
-        if e.r.slot.gen.load(Ordering::Acquire) == e.r.gen {
+        if e.r.slot.gen().load(Ordering::Acquire) == e.r.gen {
             if e.allowed() {
-                CACHE.get().last = Some((tag.into(), e));
-                return Ok(e.r);
+                // not made the `last` one: a call that changes the tag every row (a tag per
+                // tenant, say) would pay for it every row
+                return Ok((e.r, e.hint));
             }
             return check_and_remember(tag, e.r, e.area_epoch);
         }
@@ -111,7 +180,7 @@ fn resolve_slow(tag: &str) -> Result<Resolved> {
 
 #[cold]
 #[inline(never)]
-fn load_cold(tag: &str) -> Result<Resolved> {
+fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
     let h = ready_header()?;
     check_tag(tag)?;
     let r = match lookup(h, tag.as_bytes()) {
@@ -124,21 +193,21 @@ fn load_cold(tag: &str) -> Result<Resolved> {
 /// Ask the catalog whether the current user may draw from `tag`, and remember the answer.
 #[cold]
 #[inline(never)]
-fn check_and_remember(tag: &str, r: Resolved, area_epoch: &'static AtomicU64) -> Result<Resolved> {
+fn check_and_remember(tag: &str, r: Resolved, area_epoch: &'static AtomicU64) -> Result<(Resolved, Hint)> {
     // the stamp before the read: a change that commits meanwhile makes the answer stale
     let stamp = Stamp::now(area_epoch.load(Ordering::Acquire));
     if !crate::plumbing::acl::may_draw(tag)? {
         return Err(SeqgenError::TagPermission(tag.to_string()));
     }
-    let e = Entry { r, acl: stamp, area_epoch };
+    let e = Entry { r, acl: stamp, area_epoch, hint: Hint::default() };
     let mut c = CACHE.get();
     let limit = 4 * shmem::server().map_or(1024, |s| s.max_tags as usize).max(4096);
     if c.map.len() >= limit {
         c.map.clear();
     }
-    c.map.insert(tag.into(), e);
-    c.last = Some((tag.into(), e));
-    Ok(r)
+    c.map.insert(Name::new(tag), e);
+    c.last = Some((Name::new(tag), e));
+    Ok((r, e.hint))
 }
 
 /// This database's allocator, after checking everything a call needs before it can use it:
@@ -209,7 +278,7 @@ pub fn lookup(h: &'static Header, name: &[u8]) -> Option<Resolved> {
     shmem::with_dir_lock(h, false, || {
         shmem::find_slot(h, name).map(|idx| {
             let s = &shmem::all_slots(h)[idx];
-            Resolved { slot: s, gen: s.gen.load(Ordering::Acquire) }
+            Resolved { slot: s, gen: s.gen().load(Ordering::Acquire) }
         })
     })
 }

@@ -139,6 +139,10 @@ pub struct Header {
     /// Retired slots below `slots_used`, as a stack (slot index + 1; 0: none), linked through
     /// `TagSlot::next_free`. Written under `dir_lock` exclusive.
     free_head: AtomicU32,
+    /// Words of the bitmap of slots that asked the allocator for something (a segment, an
+    /// order-number block), which follows the index: the allocator serves requests in
+    /// proportion to their number, not to the slots.
+    asked_len: u32,
     /// Where the allocator looks next for a slot to evict.
     pub evict_hand: AtomicU32,
     /// Slots the allocator freed for other tags (their cached values became a gap), and how
@@ -284,8 +288,8 @@ pub const WANT_SEGMENT: u32 = 1;
 
 #[repr(C, align(64))]
 pub struct TagSlot {
+    /// The segment cursor; the slot's generation is on its cache line (`gen()`).
     pub seg: SegmentBuffer,
-    pub gen: AtomicU64,
     pub state: AtomicU32,
     name_len: AtomicU32,
     name: UnsafeCell<[u8; NAME_MAX + 1]>,
@@ -337,6 +341,13 @@ pub struct TagSlot {
 }
 
 impl TagSlot {
+    /// Bumped whenever the slot stops serving its tag. Kept on the cursor's cache line: every
+    /// draw re-reads it after its claim.
+    #[inline]
+    pub fn gen(&self) -> &AtomicU64 {
+        &self.seg.owner_word
+    }
+
     /// Store the tag's key (worker only; a key never changes while the slot serves its tag).
     pub fn set_key(&self, key: &seqgen_core::opaque::Key) {
         if self.key_set.load(Ordering::Acquire) == 0 {
@@ -598,7 +609,16 @@ fn slots_offset() -> usize {
 }
 
 fn area_stride(max_tags: usize) -> usize {
-    (index_offset(max_tags) + index_len(max_tags) * std::mem::size_of::<AtomicU32>()).next_multiple_of(ALIGN)
+    (asked_offset(max_tags) + asked_len(max_tags) * std::mem::size_of::<AtomicU64>()).next_multiple_of(ALIGN)
+}
+
+/// The bitmap of slots that asked (see `Header::asked_len`) follows the index.
+fn asked_offset(max_tags: usize) -> usize {
+    (index_offset(max_tags) + index_len(max_tags) * std::mem::size_of::<AtomicU32>()).next_multiple_of(8)
+}
+
+fn asked_len(max_tags: usize) -> usize {
+    max_tags.div_ceil(64)
 }
 
 /// The tag index (open addressing, at most half full) follows the slots.
@@ -724,7 +744,7 @@ pub fn release_area(h: &'static Header, epoch: u64, unless_held: bool) -> bool {
         }
         with_dir_lock(h, true, || {
             for slot in all_slots(h) {
-                slot.gen.fetch_add(1, Ordering::AcqRel);
+                slot.gen().fetch_add(1, Ordering::AcqRel);
                 slot.state.store(SLOT_FREE, Ordering::Release);
             }
             for e in index(h) {
@@ -759,6 +779,39 @@ fn index(h: &'static Header) -> &'static [AtomicU32] {
         let base = (h as *const Header as *const u8).add(index_offset(h.max_tags as usize)) as *const AtomicU32;
         std::slice::from_raw_parts(base, h.index_len as usize)
     }
+}
+
+fn asked(h: &'static Header) -> &'static [AtomicU64] {
+    unsafe {
+        let base = (h as *const Header as *const u8).add(asked_offset(h.max_tags as usize)) as *const AtomicU64;
+        std::slice::from_raw_parts(base, h.asked_len as usize)
+    }
+}
+
+/// Mark slot `s` as having asked the allocator for something (its flag is set by the caller),
+/// and wake the allocator.
+pub fn ask(h: &'static Header, s: &TagSlot) {
+    let idx = (s as *const TagSlot as usize - all_slots(h).as_ptr() as usize) / std::mem::size_of::<TagSlot>();
+    if let Some(word) = asked(h).get(idx / 64) {
+        word.fetch_or(1 << (idx % 64), Ordering::AcqRel);
+    }
+    h.ring();
+}
+
+/// The slots that asked since the last call (allocator only).
+pub fn take_asked(h: &'static Header) -> Vec<usize> {
+    let mut out = vec![];
+    for (w, word) in asked(h).iter().enumerate() {
+        if word.load(Ordering::Relaxed) == 0 {
+            continue;
+        }
+        let mut bits = word.swap(0, Ordering::AcqRel);
+        while bits != 0 {
+            out.push(w * 64 + bits.trailing_zeros() as usize);
+            bits &= bits - 1;
+        }
+    }
+    out
 }
 
 /// Where a tag name starts probing (the same in every process: FxHash has no random seed).
@@ -932,7 +985,7 @@ pub fn retire_slot(h: &'static Header, idx: usize) {
     if was_active {
         index_remove(h, idx);
     }
-    s.gen.fetch_add(1, Ordering::AcqRel);
+    s.gen().fetch_add(1, Ordering::AcqRel);
     s.state.store(SLOT_FREE, Ordering::Release);
     if was_active {
         s.next_free.store(h.free_head.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -1019,6 +1072,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
                 h.index = i as u32;
                 h.max_tags = max_tags as u32;
                 h.index_len = index_len(max_tags) as u32;
+                h.asked_len = asked_len(max_tags) as u32;
                 pg_sys::ConditionVariableInit(h.cv.get());
                 h.dir_lock.store(&raw mut (*tranche.add(1 + i)).lock, Ordering::Release);
                 h.snowflake.reset();
