@@ -184,6 +184,46 @@ ALTER TABLE seqgen.uuidv7 ENABLE ALWAYS TRIGGER uuidv7_guard;
 ALTER TABLE seqgen.uuidv7 ENABLE ALWAYS TRIGGER uuidv7_no_truncate;
 REVOKE ALL ON TABLE seqgen.uuidv7 FROM PUBLIC;
 
+-- 53-bit (JavaScript-safe) snowflakes: their persisted reservation, as an ID value. Every
+-- seqgen_snowflake53() this server issued is below it; after a restart (or a restore) IDs
+-- resume above it. The worker upserts the single row; it is dumped with the database.
+CREATE TABLE seqgen.snowflake53 (
+    singleton   pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (singleton),
+    reserved_id pg_catalog.int8 NOT NULL CHECK (reserved_id OPERATOR(pg_catalog.>=) 0)
+);
+COMMENT ON TABLE seqgen.snowflake53 IS
+    'pg_seqgen 53-bit snowflake reservation: every issued seqgen_snowflake53() is below reserved_id; it never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.snowflake53', '');
+
+CREATE FUNCTION seqgen.snowflake53_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+        -- seqgen_snowflake53_rewind alone may lower it (a floor accepted by mistake)
+        IF NEW.reserved_id OPERATOR(pg_catalog.<) OLD.reserved_id
+           AND pg_catalog.current_setting('seqgen.rewinding', true) IS DISTINCT FROM 'on' THEN
+            RAISE EXCEPTION 'the 53-bit snowflake reservation cannot decrease (from % to %)', OLD.reserved_id, NEW.reserved_id
+                USING ERRCODE = 'check_violation',
+                      HINT = 'Lowering it would let 53-bit snowflake IDs be issued again after a restart.';
+        END IF;
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'the 53-bit snowflake reservation cannot be deleted'
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Deleting it would let 53-bit snowflake IDs be issued again after a restart.';
+END
+$$;
+
+CREATE TRIGGER snowflake53_guard BEFORE UPDATE OR DELETE ON seqgen.snowflake53
+    FOR EACH ROW EXECUTE FUNCTION seqgen.snowflake53_guard();
+CREATE TRIGGER snowflake53_no_truncate BEFORE TRUNCATE ON seqgen.snowflake53
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+ALTER TABLE seqgen.snowflake53 ENABLE ALWAYS TRIGGER snowflake53_guard;
+ALTER TABLE seqgen.snowflake53 ENABLE ALWAYS TRIGGER snowflake53_no_truncate;
+REVOKE ALL ON TABLE seqgen.snowflake53 FROM PUBLIC;
+
 -- Order numbers: one row per tag with a template. Its counters are in seqgen.order_counter.
 CREATE TABLE seqgen.template (
     biz_tag     pg_catalog.text PRIMARY KEY REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,

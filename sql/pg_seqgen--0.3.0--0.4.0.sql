@@ -1,5 +1,5 @@
 -- pg_seqgen 0.3.0 -> 0.4.0: per-tag privileges, template history, bounded operator inputs and
--- their undo, node bits fixed once set.
+-- their undo, node bits fixed once set, JavaScript-safe (53-bit) snowflakes.
 -- Everything here is schema-qualified; see "Security Considerations for Extension Scripts".
 -- Install the 0.4.0 library, restart the server, then run ALTER EXTENSION pg_seqgen UPDATE in
 -- every database that has the extension (until then the 0.4.0 allocator of that database
@@ -201,3 +201,84 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_alloc_acl_changed() FROM PUBLIC;
 -- {node} renders seqgen.node_id, which a restart may change
 ALTER FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text) STABLE;
 ALTER FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text, pg_catalog.text) STABLE;
+
+-- 53-bit (JavaScript-safe) snowflakes: their persisted reservation, as an ID value. Every
+-- seqgen_snowflake53() this server issued is below it; after a restart (or a restore) IDs
+-- resume above it. The worker upserts the single row; it is dumped with the database.
+CREATE TABLE seqgen.snowflake53 (
+    singleton   pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (singleton),
+    reserved_id pg_catalog.int8 NOT NULL CHECK (reserved_id OPERATOR(pg_catalog.>=) 0)
+);
+COMMENT ON TABLE seqgen.snowflake53 IS
+    'pg_seqgen 53-bit snowflake reservation: every issued seqgen_snowflake53() is below reserved_id; it never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.snowflake53', '');
+
+CREATE FUNCTION seqgen.snowflake53_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+        -- seqgen_snowflake53_rewind alone may lower it (a floor accepted by mistake)
+        IF NEW.reserved_id OPERATOR(pg_catalog.<) OLD.reserved_id
+           AND pg_catalog.current_setting('seqgen.rewinding', true) IS DISTINCT FROM 'on' THEN
+            RAISE EXCEPTION 'the 53-bit snowflake reservation cannot decrease (from % to %)', OLD.reserved_id, NEW.reserved_id
+                USING ERRCODE = 'check_violation',
+                      HINT = 'Lowering it would let 53-bit snowflake IDs be issued again after a restart.';
+        END IF;
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'the 53-bit snowflake reservation cannot be deleted'
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Deleting it would let 53-bit snowflake IDs be issued again after a restart.';
+END
+$$;
+
+CREATE TRIGGER snowflake53_guard BEFORE UPDATE OR DELETE ON seqgen.snowflake53
+    FOR EACH ROW EXECUTE FUNCTION seqgen.snowflake53_guard();
+CREATE TRIGGER snowflake53_no_truncate BEFORE TRUNCATE ON seqgen.snowflake53
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+ALTER TABLE seqgen.snowflake53 ENABLE ALWAYS TRIGGER snowflake53_guard;
+ALTER TABLE seqgen.snowflake53 ENABLE ALWAYS TRIGGER snowflake53_no_truncate;
+REVOKE ALL ON TABLE seqgen.snowflake53 FROM PUBLIC;
+CREATE TRIGGER snowflake53_written AFTER INSERT OR UPDATE ON seqgen.snowflake53
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_reservation_written('snowflake53');
+ALTER TABLE seqgen.snowflake53 ENABLE ALWAYS TRIGGER snowflake53_written;
+
+CREATE FUNCTION @extschema@.seqgen_snowflake53() RETURNS bigint
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake53_wrapper';
+CREATE FUNCTION @extschema@.seqgen_snowflake53_decode("id" bigint) RETURNS TABLE (
+	"ts" timestamp with time zone,
+	"node_id" INT,
+	"sequence" INT
+)
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake53_decode_wrapper';
+CREATE FUNCTION @extschema@.seqgen_snowflake53_at("ts" timestamp with time zone) RETURNS bigint
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake53_at_wrapper';
+CREATE FUNCTION @extschema@.seqgen_snowflake53_status() RETURNS TABLE (
+	"node_id" INT,
+	"last_ts" timestamp with time zone,
+	"last_sequence" bigint,
+	"reserved_until" timestamp with time zone,
+	"lag_ms" bigint,
+	"waits" bigint,
+	"sequence_waits" bigint,
+	"borrows" bigint,
+	"refusals" bigint
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake53_status_wrapper';
+CREATE FUNCTION @extschema@.seqgen_snowflake53_rewind("to_id" bigint) RETURNS bigint
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake53_rewind_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_rewind(pg_catalog.int8) FROM PUBLIC;

@@ -33,5 +33,9 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.int8) FROM PU
 REVOKE ALL ON FUNCTION @extschema@.seqgen_grant(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_revoke(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_alloc_acl_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_rewind(pg_catalog.int8) FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
--- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode): they read no state and can be used in CHECK constraints.
+-- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode,
+-- seqgen_snowflake53_decode, seqgen_snowflake53_at): they read no state and can be used in CHECK constraints.

@@ -22,5 +22,8 @@ CREATE TRIGGER snowflake_written AFTER INSERT OR UPDATE ON seqgen.snowflake
     FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_reservation_written('snowflake');
 CREATE TRIGGER uuidv7_written AFTER INSERT OR UPDATE ON seqgen.uuidv7
     FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_reservation_written('uuidv7');
+CREATE TRIGGER snowflake53_written AFTER INSERT OR UPDATE ON seqgen.snowflake53
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.seqgen_reservation_written('snowflake53');
 ALTER TABLE seqgen.snowflake ENABLE ALWAYS TRIGGER snowflake_written;
 ALTER TABLE seqgen.uuidv7 ENABLE ALWAYS TRIGGER uuidv7_written;
+ALTER TABLE seqgen.snowflake53 ENABLE ALWAYS TRIGGER snowflake53_written;

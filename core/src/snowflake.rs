@@ -25,6 +25,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 /// A validated layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
+    /// Bits of an ID below the sign bit that the layout uses: 63, or 53 for IDs a JavaScript
+    /// number holds exactly ([`js_safe_layout`]).
+    pub width: u32,
     pub time_bits: u32,
     pub node_bits: u32,
     pub seq_bits: u32,
@@ -35,8 +38,8 @@ pub struct Layout {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LayoutError {
-    #[error("snowflake bit widths must sum to 63 (time {time} + node {node} + sequence {seq} = {sum})")]
-    BadSum { time: u32, node: u32, seq: u32, sum: u32 },
+    #[error("snowflake bit widths must sum to {width} (time {time} + node {node} + sequence {seq} = {sum})")]
+    BadSum { width: u32, time: u32, node: u32, seq: u32, sum: u32 },
     #[error("snowflake sequence bits must be between 1 and 22, got {0}")]
     BadSequenceBits(u32),
     #[error("snowflake time bits must be at least 30, got {0}")]
@@ -64,9 +67,22 @@ impl Layout {
         epoch_ms: i64,
         node_id: i64,
     ) -> Result<Layout, LayoutError> {
+        Layout::with_width(63, time_bits, node_bits, seq_bits, epoch_ms, node_id)
+    }
+
+    /// A layout of `width` bits (at most 63) below the sign bit: every ID is below 2^width.
+    pub fn with_width(
+        width: u32,
+        time_bits: i64,
+        node_bits: i64,
+        seq_bits: i64,
+        epoch_ms: i64,
+        node_id: i64,
+    ) -> Result<Layout, LayoutError> {
+        let width = width.min(63);
         let (t, n, s) = (time_bits.clamp(0, 64) as u32, node_bits.clamp(0, 64) as u32, seq_bits.clamp(0, 64) as u32);
-        if time_bits + node_bits + seq_bits != 63 || time_bits < 0 || node_bits < 0 || seq_bits < 0 {
-            return Err(LayoutError::BadSum { time: t, node: n, seq: s, sum: t + n + s });
+        if time_bits + node_bits + seq_bits != width as i64 || time_bits < 0 || node_bits < 0 || seq_bits < 0 {
+            return Err(LayoutError::BadSum { width, time: t, node: n, seq: s, sum: t + n + s });
         }
         if !(1..=22).contains(&s) {
             return Err(LayoutError::BadSequenceBits(s));
@@ -81,7 +97,7 @@ impl Layout {
         if epoch_ms < 0 {
             return Err(LayoutError::BadEpoch);
         }
-        Ok(Layout { time_bits: t, node_bits: n, seq_bits: s, epoch_ms, node_id: node_id as u32 })
+        Ok(Layout { width, time_bits: t, node_bits: n, seq_bits: s, epoch_ms, node_id: node_id as u32 })
     }
 
     pub fn max_seq(&self) -> u64 {
@@ -98,9 +114,14 @@ impl Layout {
         ((ts as u64) << (self.node_bits + self.seq_bits) | (self.node_id as u64) << self.seq_bits | seq) as i64
     }
 
-    /// Take an ID apart (any non-negative bigint decodes).
+    /// The largest ID of the layout (2^width - 1).
+    pub fn max_id(&self) -> i64 {
+        ((1u64 << self.width) - 1) as i64
+    }
+
+    /// Take an ID apart (any bigint from 0 to [`max_id`](Self::max_id) decodes).
     pub fn decode(&self, id: i64) -> Option<Decoded> {
-        if id < 0 {
+        if id < 0 || id > self.max_id() {
             return None;
         }
         let id = id as u64;
@@ -123,6 +144,17 @@ impl Layout {
         let unit = 1i128 << (self.node_bits + self.seq_bits);
         ((id.max(0) as i128 + unit - 1) / unit) as i64
     }
+}
+
+/// Bits of a snowflake that a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER` is
+/// 2^53 - 1).
+pub const JS_SAFE_WIDTH: u32 = 53;
+
+/// The layout of `seqgen_snowflake53()`: 41 bits of milliseconds since the epoch (69 years),
+/// 4 bits of node id (16 servers), 8 bits of sequence (256 IDs per millisecond and server),
+/// so every ID is at most 2^53 - 1.
+pub fn js_safe_layout(epoch_ms: i64, node_id: i64) -> Result<Layout, LayoutError> {
+    Layout::with_width(JS_SAFE_WIDTH, 41, 4, 8, epoch_ms, node_id)
 }
 
 /// Parse `seqgen.snowflake_epoch`: `2024-01-01`, `2024-01-01 00:00:00` (UTC), or RFC 3339
@@ -399,7 +431,10 @@ mod tests {
     #[test]
     fn layout_validation() {
         assert!(Layout::new(41, 10, 12, 0, 1023).is_ok());
-        assert_eq!(Layout::new(41, 10, 13, 0, 0), Err(LayoutError::BadSum { time: 41, node: 10, seq: 13, sum: 64 }));
+        assert_eq!(
+            Layout::new(41, 10, 13, 0, 0),
+            Err(LayoutError::BadSum { width: 63, time: 41, node: 10, seq: 13, sum: 64 })
+        );
         assert_eq!(
             Layout::new(41, 10, 12, 0, 1024),
             Err(LayoutError::NodeOutOfRange { node_id: 1024, node_bits: 10, max: 1023 })
@@ -409,6 +444,46 @@ mod tests {
         assert_eq!(Layout::new(20, 21, 22, 0, 0), Err(LayoutError::BadTimeBits(20)));
         assert_eq!(Layout::new(41, 10, 12, -5, 0), Err(LayoutError::BadEpoch));
         assert!(Layout::new(41, 0, 22, 0, 0).is_ok());
+    }
+
+    #[test]
+    fn js_safe_ids_never_exceed_2_pow_53() {
+        let l = js_safe_layout(1_704_067_200_000, 15).unwrap();
+        assert_eq!(l.max_id(), (1i64 << 53) - 1);
+        // the last ID of the last millisecond of the range is 2^53 - 1
+        assert_eq!(l.compose(l.max_ts(), l.max_seq()), (1i64 << 53) - 1);
+        assert_eq!(l.decode((1i64 << 53) - 1).map(|d| (d.node_id, d.seq)), Some((15, 255)));
+        assert_eq!(l.decode(1i64 << 53), None);
+        assert!(js_safe_layout(0, 16).is_err(), "a node id of 5 bits does not fit");
+        // the generator stops at the end of the range rather than going past 2^53 - 1
+        // (the clock in its last millisecond: all 256 IDs of it, then the end)
+        let g = Generator::new();
+        g.extend_reservation(i64::MAX);
+        let clock = FakeClock::at(l.epoch_ms + l.max_ts());
+        let p = Policy { max_wait: 0, max_borrow: 0 };
+        let ids: Vec<i64> = (0..256).map(|_| g.next(&l, &p, &clock).unwrap().0).collect();
+        assert_eq!(ids.first(), Some(&l.compose(l.max_ts(), 0)));
+        assert_eq!(ids.last(), Some(&((1i64 << 53) - 1)));
+        assert_eq!(g.next(&l, &p, &clock), Err(NextError::TimeExhausted));
+    }
+
+    proptest! {
+        /// Whatever the clock does, 53-bit IDs increase and stay below 2^53.
+        #[test]
+        fn js_safe_ids_increase_and_fit(steps in proptest::collection::vec(-3i64..5, 1..300)) {
+            let l = js_safe_layout(1_700_000_000_000, 3).unwrap();
+            let g = Generator::new();
+            g.extend_reservation(i64::MAX);
+            let clock = FakeClock::at(1_700_000_000_000 + 1000);
+            let mut last = -1;
+            for s in steps {
+                clock.set(clock.now_ms() + s);
+                if let Ok((id, _)) = g.next(&l, &Policy::default(), &clock) {
+                    prop_assert!(id > last && id <= l.max_id());
+                    last = id;
+                }
+            }
+        }
     }
 
     #[test]

@@ -144,6 +144,7 @@ fn row(h: &'static shmem::Header, db: u32) -> Row {
     }
     pending += (h.snowflake.want.load(Ordering::Relaxed) != 0) as i32;
     pending += (h.uuid.want.load(Ordering::Relaxed) != 0) as i32;
+    pending += (h.snowflake53.want.load(Ordering::Relaxed) != 0) as i32;
     let hl = &h.health;
     let error = hl.last_error.read();
     Row {

@@ -52,7 +52,8 @@ fn seqgen_template_changed<'a>(
     Ok(None)
 }
 
-/// AFTER INSERT OR UPDATE on a reservation table (`seqgen.snowflake`, `seqgen.uuidv7`; the
+/// AFTER INSERT OR UPDATE on a reservation table (`seqgen.snowflake`, `seqgen.uuidv7`,
+/// `seqgen.snowflake53`; the
 /// trigger's argument names which): a reservation written by anyone but this database's
 /// allocator (`pg_restore` of a dump, an administrator raising it after a failover) raises
 /// the server's generator above it just before the writing transaction commits (or is
@@ -65,6 +66,7 @@ fn seqgen_reservation_written<'a>(
     let kind = match trigger.extra_args().ok().as_deref() {
         Some([k]) if k == "snowflake" => Kind::Snowflake,
         Some([k]) if k == "uuidv7" => Kind::Uuid,
+        Some([k]) if k == "snowflake53" => Kind::Snowflake53,
         _ => return Ok(None),
     };
     let Some(row) = trigger.new() else { return Ok(None) };

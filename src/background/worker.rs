@@ -148,7 +148,11 @@ fn probe(raised: impl Fn(Kind, i64)) -> Result<Probe, JobError> {
             if catalog::extension_version(c)?.is_none() {
                 return Ok(None);
             }
-            let read = [catalog::reservation_read_any(c, 0)?, catalog::reservation_read_any(c, 1)?];
+            let read = [
+                catalog::reservation_read_any(c, 0)?,
+                catalog::reservation_read_any(c, 1)?,
+                catalog::reservation_read_any(c, 2)?,
+            ];
             Ok(Some((read, crate::plumbing::directory::current_database())))
         })
     }))

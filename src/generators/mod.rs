@@ -6,5 +6,6 @@ pub mod opaque;
 pub mod order;
 pub mod segment;
 pub mod snowflake;
+pub mod snowflake53;
 pub mod tags;
 pub mod uuid;

@@ -31,10 +31,12 @@ const EP_WAITING: u32 = 4;
 pub enum Kind {
     Snowflake,
     Uuid,
+    /// `seqgen_snowflake53()`: IDs a JavaScript number holds exactly.
+    Snowflake53,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 2] = [Kind::Snowflake, Kind::Uuid];
+    pub const ALL: [Kind; 3] = [Kind::Snowflake, Kind::Uuid, Kind::Snowflake53];
 
     /// The server-wide generator (every database draws from it).
     pub fn shared(self) -> Result<&'static ClockShared> {
@@ -42,6 +44,7 @@ impl Kind {
         Ok(match self {
             Kind::Snowflake => &s.snowflake,
             Kind::Uuid => &s.uuid,
+            Kind::Snowflake53 => &s.snowflake53,
         })
     }
 
@@ -50,6 +53,7 @@ impl Kind {
         match self {
             Kind::Snowflake => &h.snowflake,
             Kind::Uuid => &h.uuid,
+            Kind::Snowflake53 => &h.snowflake53,
         }
     }
 
@@ -58,6 +62,7 @@ impl Kind {
         match self {
             Kind::Snowflake => layout(),
             Kind::Uuid => UUID.get_or_init(seqgen_core::uuid::layout),
+            Kind::Snowflake53 => layout53(),
         }
     }
 
@@ -66,6 +71,7 @@ impl Kind {
         match self {
             Kind::Snowflake => "snowflake",
             Kind::Uuid => "UUIDv7",
+            Kind::Snowflake53 => "53-bit snowflake",
         }
     }
 
@@ -74,6 +80,7 @@ impl Kind {
         match self {
             Kind::Snowflake => 0,
             Kind::Uuid => 1,
+            Kind::Snowflake53 => 2,
         }
     }
 
@@ -81,6 +88,7 @@ impl Kind {
         match self {
             Kind::Snowflake => "snowflake reservation",
             Kind::Uuid => "UUIDv7 reservation",
+            Kind::Snowflake53 => "53-bit snowflake reservation",
         }
     }
 }
@@ -89,6 +97,18 @@ impl Kind {
 pub fn layout() -> &'static Layout {
     static LAYOUT: OnceLock<Layout> = OnceLock::new();
     LAYOUT.get_or_init(|| configured_layout().unwrap_or_else(|e| SeqgenError::InvalidArgument(e).raise()))
+}
+
+/// The layout of the 53-bit snowflakes (fixed widths; the epoch and the node id are the
+/// snowflake settings). A node id that does not fit its 4 bits is reported by the draw
+/// ([`next`]), not at start-up: only servers that use `seqgen_snowflake53()` need one below 16.
+pub fn layout53() -> &'static Layout {
+    static LAYOUT: OnceLock<Layout> = OnceLock::new();
+    LAYOUT.get_or_init(|| {
+        let epoch = seqgen_core::snowflake::parse_epoch(&guc::snowflake_epoch()).unwrap_or(0);
+        let node = guc::NODE_ID.get() as i64;
+        seqgen_core::snowflake::js_safe_layout(epoch, if node < 16 { node } else { 0 }).expect("a valid 53-bit layout")
+    })
 }
 
 /// Build the layout from the settings; `Err` with a message when they are impossible.
@@ -144,6 +164,9 @@ fn seqgen_snowflake() -> i64 {
 pub fn next(kind: Kind) -> Result<i64> {
     let sf = kind.shared()?;
     let layout = kind.layout();
+    if kind == Kind::Snowflake53 && guc::NODE_ID.get() >= 16 {
+        return Err(SeqgenError::Snowflake53Node(guc::NODE_ID.get() as u32));
+    }
     loop {
         let h = match shmem::header() {
             Some(h) => h,
@@ -323,10 +346,18 @@ pub fn raise_server(kind: Kind, high_water_id: i64) {
     }
 }
 
-/// Worker side, after reading this database's persisted high-water ID when it starts: every
-/// later ID of the server is above it. Never lowers the generator.
+/// Worker side, after reading this database's persisted high-water ID when it starts. Before
+/// the clocks open (the server is starting) every later ID of the server must be above it;
+/// the readers raised the generator already, this is the same raise again. Once they are open
+/// the generator is above everything this database issued (its IDs came from it), and the
+/// persisted value is a reservation up to a window ahead of the clock: raising to it would
+/// make the next IDs of every database borrow time. A value written meanwhile by other means
+/// is raised by the first extension of the reservation, which reads it back before any ID of
+/// this database is issued. Never lowers the generator.
 pub fn resume(h: &Header, kind: Kind, high_water_id: i64) {
-    raise_server(kind, high_water_id);
+    if shmem::server().is_none_or(|s| s.clocks_open.load(Ordering::Acquire) == 0) {
+        raise_server(kind, high_water_id);
+    }
     let area = kind.area(h);
     area.refresh_at.store(i64::MIN, Ordering::Release);
     area.loaded.store(1, Ordering::Release);
@@ -448,7 +479,7 @@ fn seqgen_uuidv7_rewind(to_id: i64) -> i64 {
     rewind(Kind::Uuid, to_id).or_raise()
 }
 
-fn rewind(kind: Kind, to_id: i64) -> Result<i64> {
+pub fn rewind(kind: Kind, to_id: i64) -> Result<i64> {
     if !unsafe { pg_sys::superuser() } {
         return Err(SeqgenError::Unsupported(format!("only superusers may rewind the {}", kind.reservation())));
     }
@@ -517,12 +548,16 @@ fn wait_loaded(h: &'static Header, kind: Kind) -> Result<()> {
 fn seqgen_snowflake_decode(
     id: i64,
 ) -> TableIterator<'static, (name!(ts, TimestampWithTimeZone), name!(node_id, i32), name!(sequence, i32))> {
-    let layout = layout();
-    let d = layout
-        .decode(id)
-        .ok_or_else(|| SeqgenError::InvalidArgument(format!("a snowflake ID is never negative, got {id}")))
-        .or_raise();
-    TableIterator::once((to_timestamptz(d.unix_ms), d.node_id as i32, d.seq as i32))
+    TableIterator::once(decode(Kind::Snowflake, id).or_raise())
+}
+
+/// A snowflake-like ID of generator `kind` taken apart: (time, node id, sequence).
+pub fn decode(kind: Kind, id: i64) -> Result<(TimestampWithTimeZone, i32, i32)> {
+    let layout = kind.layout();
+    let d = layout.decode(id).ok_or_else(|| {
+        SeqgenError::InvalidArgument(format!("a {} ID is from 0 to {}, got {id}", kind.name(), layout.max_id()))
+    })?;
+    Ok((to_timestamptz(d.unix_ms), d.node_id as i32, d.seq as i32))
 }
 
 /// A timestamptz from milliseconds since the Unix epoch (22023 when out of range).
@@ -545,13 +580,19 @@ fn seqgen_snowflake_at(ts: TimestampWithTimeZone) -> i64 {
 }
 
 fn snowflake_at(ts: TimestampWithTimeZone) -> Result<i64> {
-    let layout = layout();
+    id_at(Kind::Snowflake, ts)
+}
+
+/// The lowest ID of generator `kind` (a snowflake layout) in the millisecond `ts`.
+pub fn id_at(kind: Kind, ts: TimestampWithTimeZone) -> Result<i64> {
+    let layout = kind.layout();
     let unix_ms = unix_ms_of(ts)?;
     let t = unix_ms - layout.epoch_ms;
     if t < 0 || t > layout.max_ts() {
         return Err(SeqgenError::DatetimeOutOfRange(format!(
-            "{} is outside the snowflake layout's time range (seqgen.snowflake_epoch plus {} bits of milliseconds)",
+            "{} is outside the {} layout's time range (seqgen.snowflake_epoch plus {} bits of milliseconds)",
             iso(unix_ms),
+            kind.name(),
             layout.time_bits
         )));
     }

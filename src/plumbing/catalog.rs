@@ -43,10 +43,10 @@ const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seq
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 
-/// The reservation tables of the clock-ordered generators, by index: snowflake IDs, UUIDv7s.
-/// Each has one row, `reserved_id`: an ID value of the generator's layout above every issued
-/// one.
-pub const RESERVATION_TABLES: [&str; 2] = ["seqgen.snowflake", "seqgen.uuidv7"];
+/// The reservation tables of the clock-ordered generators, by index: snowflake IDs, UUIDv7s,
+/// 53-bit snowflakes. Each has one row, `reserved_id`: an ID value of the generator's layout
+/// above every issued one.
+pub const RESERVATION_TABLES: [&str; 3] = ["seqgen.snowflake", "seqgen.uuidv7", "seqgen.snowflake53"];
 
 /// The statements of one reservation table.
 struct ReservationPlans {
@@ -137,7 +137,7 @@ pub struct Plans {
     tag_load: OwnedPreparedStatement,
     verify: OwnedPreparedStatement,
     key_read: OwnedPreparedStatement,
-    reservations: [ReservationPlans; 2],
+    reservations: [ReservationPlans; 3],
     template_read: OwnedPreparedStatement,
     order_lock: OwnedPreparedStatement,
     order_exists: OwnedPreparedStatement,
@@ -160,6 +160,7 @@ impl Plans {
             reservations: [
                 ReservationPlans::prepare(client, RESERVATION_TABLES[0])?,
                 ReservationPlans::prepare(client, RESERVATION_TABLES[1])?,
+                ReservationPlans::prepare(client, RESERVATION_TABLES[2])?,
             ],
             template_read: client.prepare(TEMPLATE_READ, &[text])?.keep(),
             order_lock: client.prepare_mut(ORDER_LOCK, &[text])?.keep(),

@@ -53,6 +53,8 @@ pub enum SeqgenError {
     BeforeEpoch,
     #[error("seqgen.node_id {node} does not fit in the tag's {bits} node bits")]
     NodeDoesNotFit { node: u32, bits: u32 },
+    #[error("seqgen.node_id {0} does not fit in the 4 node bits of seqgen_snowflake53() (0 to 15)")]
+    Snowflake53Node(u32),
     #[error("tag \"{0}\" is not opaque")]
     NotOpaque(String),
     #[error("tag \"{0}\" has no template")]
@@ -86,6 +88,7 @@ impl SeqgenError {
             | NoTemplate(_)
             | NotOpaque(_)
             | NodeDoesNotFit { .. }
+            | Snowflake53Node(_)
             | NeedsUpdate(_) => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             WorkerFailed { state, .. } if *state != 0 => PgSqlErrorCode::from(*state),
             WorkerFailed { .. } => ERRCODE_INTERNAL_ERROR,

@@ -48,7 +48,7 @@ pub const NAME_MAX: usize = 63;
 /// Synchronous request slots; a backend that finds none free waits for one.
 pub const MAILBOXES: usize = 64;
 
-const SHMEM_NAME: &std::ffi::CStr = c"pg_seqgen 0.4";
+const SHMEM_NAME: &std::ffi::CStr = c"pg_seqgen 0.4.1";
 const TRANCHE_NAME: &std::ffi::CStr = c"pg_seqgen";
 
 /// What the worker is doing, for error messages and `seqgen_worker_status()`.
@@ -76,6 +76,8 @@ pub struct Server {
     pub clocks_open: AtomicU32,
     pub snowflake: ClockShared,
     pub uuid: ClockShared,
+    /// The 53-bit (JavaScript-safe) snowflake generator.
+    pub snowflake53: ClockShared,
     /// Readers' reports to the launcher: a database's reservations are read (`db`, and
     /// whether the extension is installed there). `db` 0: free; `u32::MAX`: being written.
     pub reports: [Report; REPORTS],
@@ -160,6 +162,7 @@ pub struct Header {
     pub mailboxes: [Mailbox; MAILBOXES],
     pub snowflake: AreaClock,
     pub uuid: AreaClock,
+    pub snowflake53: AreaClock,
 }
 
 /// The worker's health, for `seqgen_worker_status()`. Written by the worker only.
@@ -714,6 +717,7 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         h.worker_status.store(WorkerStatus::NotStarted as u32, Ordering::Release);
         h.snowflake.reset();
         h.uuid.reset();
+        h.snowflake53.reset();
         let hl = &h.health;
         for v in [&hl.started_ms, &hl.last_cycle_ms, &hl.last_error_ms] {
             v.store(0, Ordering::Release);
@@ -1077,6 +1081,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
                 h.dir_lock.store(&raw mut (*tranche.add(1 + i)).lock, Ordering::Release);
                 h.snowflake.reset();
                 h.uuid.reset();
+                h.snowflake53.reset();
                 for slot in all_slots(h) {
                     slot.seg.reset();
                     slot.ord.reset();

@@ -80,6 +80,7 @@ enum Draw {
     OrderNo(usize, u32),
     Snowflake(u32),
     Uuid(u32),
+    Snowflake53(u32),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -159,8 +160,9 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     0..=4 => Draw::Next(t),
                     5..=6 => Draw::Batch(t, [1, 7, 100, 2000][rng.random_range(0..4)]),
                     7..=13 => Draw::OrderNo(ot, [1, 30, 150][rng.random_range(0..3)]),
-                    14..=16 => Draw::Snowflake([1, 50][rng.random_range(0..2)]),
-                    _ => Draw::Uuid([1, 50][rng.random_range(0..2)]),
+                    14..=15 => Draw::Snowflake([1, 50][rng.random_range(0..2)]),
+                    16..=17 => Draw::Uuid([1, 50][rng.random_range(0..2)]),
+                    _ => Draw::Snowflake53([1, 50][rng.random_range(0..2)]),
                 };
                 Op::Draw(s, d, shape(&mut rng))
             }
@@ -248,6 +250,7 @@ struct Run {
     ids: HashMap<(usize, usize, u32), HashSet<i64>>,
     texts: HashMap<(usize, usize, u32), HashSet<String>>,
     flakes: HashSet<i64>,
+    flakes53: HashSet<i64>,
     uuids: HashSet<String>,
     log_seen: usize,
     pub log: Vec<String>,
@@ -308,6 +311,7 @@ impl Run {
             ids: HashMap::new(),
             texts: HashMap::new(),
             flakes: HashSet::new(),
+            flakes53: HashSet::new(),
             uuids: HashSet::new(),
             log_seen: 0,
             log: vec![],
@@ -427,6 +431,7 @@ impl Run {
             Draw::OrderNo(t, k) => format!("SELECT seqgen_order_no('{}') FROM generate_series(1, {k})", TAGS[*t]),
             Draw::Snowflake(k) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
             Draw::Uuid(k) => format!("SELECT seqgen_uuidv7() FROM generate_series(1, {k})"),
+            Draw::Snowflake53(k) => format!("SELECT seqgen_snowflake53() FROM generate_series(1, {k})"),
         };
         let (rows, _) = self.run_shaped(s, &sql, shape)?;
         let values = match rows {
@@ -445,6 +450,13 @@ impl Run {
                 }
                 Draw::Snowflake(_) => self.flakes.insert(v.parse().map_err(|_| format!("not a bigint: {v}"))?),
                 Draw::Uuid(_) => self.uuids.insert(v.clone()),
+                Draw::Snowflake53(_) => {
+                    let id: i64 = v.parse().map_err(|_| format!("not a bigint: {v}"))?;
+                    if id >= 1 << 53 {
+                        return Err(format!("53-bit snowflake {id} is not below 2^53"));
+                    }
+                    self.flakes53.insert(id)
+                }
             };
             if !fresh {
                 return Err(format!("{v} was issued twice"));
@@ -656,6 +668,7 @@ impl Run {
             }
             checks.push((db, Draw::Snowflake(1)));
             checks.push((db, Draw::Uuid(1)));
+            checks.push((db, Draw::Snowflake53(1)));
         }
         let started = Instant::now();
         let mut slowest = Duration::ZERO;

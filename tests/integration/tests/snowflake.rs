@@ -7,11 +7,56 @@ use std::time::{Duration, Instant};
 
 use seqgen_integration::*;
 
-/// The default layout: 41 bits of ms since 2024-01-01, 10 node bits, 12 sequence bits.
+/// Both snowflake generators have 41 bits of ms since the epoch (2024-01-01 by default).
 const EPOCH_MS: i64 = 1_704_067_200_000;
 
-fn decode(id: i64) -> (i64, i64, i64) {
-    ((id >> 22) + EPOCH_MS, (id >> 12) & 1023, id & 4095)
+/// A snowflake generator under test: `seqgen_snowflake()` (10 node bits, 12 sequence bits) or
+/// `seqgen_snowflake53()` (4 and 8: every ID below 2^53).
+#[derive(Clone, Copy)]
+struct Gen {
+    call: &'static str,
+    status: &'static str,
+    decode_fn: &'static str,
+    node_bits: u32,
+    seq_bits: u32,
+    /// A node id this generator's layout holds.
+    node: i64,
+    max_id: i64,
+}
+
+const SNOWFLAKE: Gen = Gen {
+    call: "seqgen_snowflake()",
+    status: "seqgen_snowflake_status()",
+    decode_fn: "seqgen_snowflake_decode",
+    node_bits: 10,
+    seq_bits: 12,
+    node: 42,
+    max_id: i64::MAX,
+};
+
+const SNOWFLAKE53: Gen = Gen {
+    call: "seqgen_snowflake53()",
+    status: "seqgen_snowflake53_status()",
+    decode_fn: "seqgen_snowflake53_decode",
+    node_bits: 4,
+    seq_bits: 8,
+    node: 11,
+    max_id: (1 << 53) - 1,
+};
+
+impl Gen {
+    fn decode(&self, id: i64) -> (i64, i64, i64) {
+        let shift = self.node_bits + self.seq_bits;
+        ((id >> shift) + EPOCH_MS, (id >> self.seq_bits) & ((1 << self.node_bits) - 1), id & ((1 << self.seq_bits) - 1))
+    }
+
+    fn rows(&self, n: usize) -> String {
+        format!("SELECT {} FROM generate_series(1, {n})", self.call)
+    }
+
+    fn one(&self) -> String {
+        format!("SELECT {}", self.call)
+    }
 }
 
 fn server_ms(c: &mut Client) -> i64 {
@@ -26,8 +71,8 @@ struct Status {
     lag_ms: i64,
 }
 
-fn status(c: &mut Client) -> Status {
-    let r = c.query_one("SELECT waits, borrows, refusals, lag_ms FROM seqgen_snowflake_status()", &[]).unwrap();
+fn status(c: &mut Client, g: Gen) -> Status {
+    let r = c.query_one(&format!("SELECT waits, borrows, refusals, lag_ms FROM {}", g.status), &[]).unwrap();
     Status { waits: r.get(0), borrows: r.get(1), refusals: r.get(2), lag_ms: r.get(3) }
 }
 
@@ -35,7 +80,18 @@ fn status(c: &mut Client) -> Status {
 /// configured node id and a time within a second of the server's clock.
 #[test]
 fn concurrent_sessions_get_unique_increasing_ids() {
-    let c = Cluster::init("sf_concurrency", 56201, &["seqgen.node_id = 42"]);
+    concurrent_sessions(SNOWFLAKE, "sf_concurrency", 56201);
+}
+
+/// The same for the 53-bit generator: every ID also at most 2^53 - 1.
+#[test]
+fn concurrent_sessions_get_unique_increasing_53_bit_ids() {
+    concurrent_sessions(SNOWFLAKE53, "sf53_concurrency", 56204);
+}
+
+fn concurrent_sessions(g: Gen, name: &str, port: u16) {
+    let node = format!("seqgen.node_id = {}", g.node);
+    let c = Cluster::init(name, port, &[&node]);
     c.start();
     c.sql("CREATE EXTENSION pg_seqgen;");
     let conninfo = c.conninfo("postgres");
@@ -45,12 +101,13 @@ fn concurrent_sessions_get_unique_increasing_ids() {
         let mut worst_skew = 0i64;
         for _ in 0..25 {
             let before = server_ms(&mut cl);
-            let rows = cl.query("SELECT seqgen_snowflake() FROM generate_series(1, 2500)", &[]).unwrap();
+            let rows = cl.query(&g.rows(2500), &[]).unwrap();
             let after = server_ms(&mut cl);
             for r in rows {
                 let id: i64 = r.get(0);
-                let (ms, node, _) = decode(id);
-                assert_eq!(node, 42, "node id of {id}");
+                let (ms, node, _) = g.decode(id);
+                assert_eq!(node, g.node, "node id of {id}");
+                assert!(id <= g.max_id, "{id} above {}", g.max_id);
                 worst_skew = worst_skew.max(before - ms).max(ms - after);
                 got.push(id);
             }
@@ -65,19 +122,20 @@ fn concurrent_sessions_get_unique_increasing_ids() {
         l.add(got);
     }
     assert_eq!(l.total, 500_000);
-    l.assert_unique("8 sessions, snowflake");
-    println!("largest distance between an ID's time and the server clock: {worst} ms");
-    assert!(worst < 1000, "an ID's time is {worst} ms away from the server clock");
-    // seqgen_snowflake_decode agrees with the layout
+    l.assert_unique(&format!("8 sessions, {}", g.call));
+    println!("{}: largest distance between an ID's time and the server clock: {worst} ms", g.call);
+    // a 53-bit generator issues 256 IDs per ms: 500,000 take 2 s of borrowed time at most
+    assert!(worst < 3000, "an ID's time is {worst} ms away from the server clock");
+    // the decode function agrees with the layout
     let mut cl = c.connect();
-    let id: i64 = cl.query_one("SELECT seqgen_snowflake()", &[]).unwrap().get(0);
+    let id: i64 = cl.query_one(&g.one(), &[]).unwrap().get(0);
     let r = cl
         .query_one(
-            "SELECT (extract(epoch FROM ts) * 1000)::int8, node_id, sequence FROM seqgen_snowflake_decode($1)",
+            &format!("SELECT (extract(epoch FROM ts) * 1000)::int8, node_id, sequence FROM {}($1)", g.decode_fn),
             &[&id],
         )
         .unwrap();
-    let (ms, node, seq) = decode(id);
+    let (ms, node, seq) = g.decode(id);
     assert_eq!((r.get::<_, i64>(0), r.get::<_, i32>(1) as i64, r.get::<_, i32>(2) as i64), (ms, node, seq));
 }
 
@@ -89,7 +147,7 @@ struct Load {
 }
 
 impl Load {
-    fn start(c: &Cluster, sessions: usize) -> Load {
+    fn start(c: &Cluster, sessions: usize, g: Gen) -> Load {
         let stop = Arc::new(AtomicBool::new(false));
         let served = Arc::new(Mutex::new(0));
         let handles = (0..sessions)
@@ -99,7 +157,7 @@ impl Load {
                     let mut cl = Client::connect(&conninfo, NoTls).unwrap();
                     let (mut got, mut errors) = (vec![], vec![]);
                     while !stop.load(Ordering::Relaxed) {
-                        match cl.query("SELECT seqgen_snowflake() FROM generate_series(1, 200)", &[]) {
+                        match cl.query(&g.rows(200), &[]) {
                             Ok(rows) => {
                                 got.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
                                 *served.lock().unwrap() += rows.len();
@@ -155,20 +213,29 @@ impl Load {
 /// event is logged once, not per ID.
 #[test]
 fn clock_steps_back_under_load() {
-    let c = Cluster::init("sf_clock", 56202, &["seqgen.node_id = 5", "seqgen.snowflake_max_wait = 100ms"])
-        .with_clock_shift();
+    clock_steps_back(SNOWFLAKE, "sf_clock", 56202);
+}
+
+/// The same for the 53-bit generator.
+#[test]
+fn clock_steps_back_under_load_53_bit() {
+    clock_steps_back(SNOWFLAKE53, "sf53_clock", 56205);
+}
+
+fn clock_steps_back(g: Gen, name: &str, port: u16) {
+    let c = Cluster::init(name, port, &["seqgen.node_id = 5", "seqgen.snowflake_max_wait = 100ms"]).with_clock_shift();
     c.start();
     c.sql("CREATE EXTENSION pg_seqgen;");
     let mut admin = c.connect();
-    let load = Load::start(&c, 4);
+    let load = Load::start(&c, 4, g);
     assert!(load.wait_for_progress(20_000, Duration::from_secs(20)), "no load:\n{}", c.log_tail());
-    let s0 = status(&mut admin);
+    let s0 = status(&mut admin, g);
 
     // 60 ms back: within seqgen.snowflake_max_wait (100 ms here): waited out, not borrowed
     c.set_clock_offset_ms(-60);
     assert!(load.wait_for_progress(5_000, Duration::from_secs(10)));
     std::thread::sleep(Duration::from_millis(100));
-    let s1 = status(&mut admin);
+    let s1 = status(&mut admin, g);
     println!("after 60 ms back: {s1:?}");
     assert!(s1.waits > s0.waits, "a 60 ms step back was not waited out");
     assert_eq!((s1.borrows, s1.refusals), (s0.borrows, s0.refusals));
@@ -177,7 +244,7 @@ fn clock_steps_back_under_load() {
     c.set_clock_offset_ms(-460);
     assert!(load.wait_for_progress(5_000, Duration::from_secs(10)));
     std::thread::sleep(Duration::from_millis(100));
-    let s2 = status(&mut admin);
+    let s2 = status(&mut admin, g);
     println!("after 400 ms more back: {s2:?}");
     assert!(s2.borrows > s1.borrows, "a 400 ms step back was not borrowed");
     assert_eq!(s2.refusals, s1.refusals);
@@ -185,18 +252,18 @@ fn clock_steps_back_under_load() {
     // 3 s back: beyond the 2 s borrow limit: refused, then borrowed once within it, then normal
     c.set_clock_offset_ms(-3460);
     std::thread::sleep(Duration::from_millis(400));
-    let s3 = status(&mut admin);
+    let s3 = status(&mut admin, g);
     println!("after 3 s back: {s3:?}");
     assert!(s3.refusals > s2.refusals, "a 3 s step back was not refused");
     assert!(load.wait_for_progress(20_000, Duration::from_secs(10)), "IDs did not resume after 3 s back");
-    let s4 = status(&mut admin);
+    let s4 = status(&mut admin, g);
     assert!(s4.borrows > s3.borrows);
 
     // 10 minutes back: refused until the clock is set right
-    let refused_before = status(&mut admin).refusals;
+    let refused_before = status(&mut admin, g).refusals;
     c.set_clock_offset_ms(-603_460);
     std::thread::sleep(Duration::from_millis(1500));
-    let s5 = status(&mut admin);
+    let s5 = status(&mut admin, g);
     println!("after 10 min back: {s5:?}");
     assert!(s5.refusals > refused_before + 10, "a 10 minute step back was not refused");
     assert!(s5.lag_ms > 590_000, "lag {} ms", s5.lag_ms);
@@ -209,7 +276,7 @@ fn clock_steps_back_under_load() {
         assert!(got.windows(2).all(|w| w[0] < w[1]), "a session's IDs went backwards");
         l.add(got);
     }
-    l.assert_unique("clock stepped back 60 ms, 400 ms, 3 s and 10 min under load");
+    l.assert_unique(&format!("{}: clock stepped back 60 ms, 400 ms, 3 s and 10 min under load", g.call));
     assert!(errors.iter().all(|e| e == "58000"), "unexpected errors: {:?}", &errors[..errors.len().min(5)]);
     println!("{} calls refused with 58000", errors.len());
     // logged once per episode, not once per ID
@@ -226,14 +293,24 @@ fn clock_steps_back_under_load() {
 /// minutes behind is refused until the clock is right.
 #[test]
 fn restart_with_the_clock_behind() {
-    let c = Cluster::init("sf_restart", 56203, &["seqgen.node_id = 3"]).with_clock_shift();
+    restart_behind(SNOWFLAKE, "sf_restart", 56203);
+}
+
+/// The same for the 53-bit generator.
+#[test]
+fn restart_with_the_clock_behind_53_bit() {
+    restart_behind(SNOWFLAKE53, "sf53_restart", 56206);
+}
+
+fn restart_behind(g: Gen, name: &str, port: u16) {
+    let c = Cluster::init(name, port, &["seqgen.node_id = 3"]).with_clock_shift();
     c.start();
     c.sql("CREATE EXTENSION pg_seqgen;");
     let mut l = Ledger::default();
     let draw = |c: &Cluster, l: &mut Ledger, rounds: usize| {
         let mut cl = c.connect();
         for _ in 0..rounds {
-            let rows = cl.query("SELECT seqgen_snowflake() FROM generate_series(1, 1000)", &[]).unwrap();
+            let rows = cl.query(&g.rows(1000), &[]).unwrap();
             l.add(rows.iter().map(|r| r.get::<_, i64>(0)));
         }
     };
@@ -248,7 +325,7 @@ fn restart_with_the_clock_behind() {
     let (mut refused, mut first_ok) = (0, None);
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        match cl.query_one("SELECT seqgen_snowflake()", &[]) {
+        match cl.query_one(&g.one(), &[]) {
             Ok(r) => {
                 first_ok = Some(r.get::<_, i64>(0));
                 break;
@@ -261,8 +338,8 @@ fn restart_with_the_clock_behind() {
         }
     }
     let first_ok = first_ok.expect("IDs never resumed with the clock 2 s behind");
-    let s = status(&mut cl);
-    println!("restart 2 s behind: {refused} calls refused first, then {s:?}");
+    let s = status(&mut cl, g);
+    println!("{}: restart 2 s behind: {refused} calls refused first, then {s:?}", g.call);
     assert!(first_ok > before);
     assert!(s.borrows > 0, "the first IDs after the restart should be borrowed");
     l.add([first_ok]);
@@ -275,16 +352,16 @@ fn restart_with_the_clock_behind() {
     c.start();
     let mut cl = c.connect();
     for _ in 0..20 {
-        let e = cl.query_one("SELECT seqgen_snowflake()", &[]).expect_err("issued with the clock 10 min behind");
+        let e = cl.query_one(&g.one(), &[]).expect_err("issued with the clock 10 min behind");
         assert_eq!(sqlstate(&e).as_deref(), Some("58000"), "{e}");
         std::thread::sleep(Duration::from_millis(50));
     }
     c.set_clock_offset_ms(0);
-    let after: i64 = cl.query_one("SELECT seqgen_snowflake()", &[]).unwrap().get(0);
+    let after: i64 = cl.query_one(&g.one(), &[]).unwrap().get(0);
     assert!(after > before);
     l.add([after]);
     draw(&c, &mut l, 20);
-    l.assert_unique("restarts with the clock 2 s and 10 min behind");
+    l.assert_unique(&format!("{}: restarts with the clock 2 s and 10 min behind", g.call));
 }
 
 /// Impossible layouts stop the server at start-up with the reason in the log.
@@ -318,4 +395,39 @@ fn impossible_layouts_refuse_to_start() {
     let node: i32 =
         c.connect().query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[]).unwrap().get(0);
     assert_eq!(node, 255);
+}
+
+/// The last millisecond of the 53-bit range: the epoch at 1970-01-01, and every server
+/// process's clock moved to 4 s before the range ends (2^41 ms later, 2039-09-07
+/// 15:47:35.551 UTC). Every ID up to the end is at most 2^53 - 1, and after it calls fail
+/// with 2200H.
+#[test]
+fn the_53_bit_range_ends_at_2_pow_53() {
+    let c = Cluster::init("sf53_end", 56207, &["seqgen.snowflake_epoch = '1970-01-01'"]).with_clock_shift();
+    let real_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    c.set_clock_offset_ms((1i64 << 41) - 4000 - real_now);
+    c.start();
+    c.sql("CREATE EXTENSION pg_seqgen;");
+    let mut cl = c.connect();
+    let mut l = Ledger::default();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exhausted = loop {
+        assert!(Instant::now() < deadline, "the range never ended");
+        // one per statement: a statement that crosses the end fails whole
+        match cl.query_one(&SNOWFLAKE53.one(), &[]) {
+            Ok(r) => l.add([r.get::<_, i64>(0)]),
+            Err(e) => break sqlstate(&e),
+        }
+    };
+    assert_eq!(exhausted.as_deref(), Some("2200H"));
+    let max = l.max().unwrap();
+    let max_ts = (1i64 << 41) - 1; // ms since the epoch, 1970-01-01
+    println!("53-bit range end: {} IDs, the last {max} (2^53 - 1 = {}), then 2200H", l.total, (1i64 << 53) - 1);
+    assert!(max < (1 << 53));
+    // the end was reached by the clock, not earlier (the last millisecond itself, and its
+    // 2^53 - 1, are checked exactly by the core's js_safe_ids_never_exceed_2_pow_53)
+    assert!(max >> 12 > max_ts - 100, "the last ID is {} ms before the end", max_ts - (max >> 12));
+    l.assert_unique("53-bit snowflakes to the end of their range");
+    // and it stays refused
+    assert_eq!(cl.query_one(&SNOWFLAKE53.one(), &[]).err().and_then(|e| sqlstate(&e)).as_deref(), Some("2200H"));
 }
