@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use pgrx::prelude::*;
-use seqgen_core::segment::{Claim, Draw};
+use seqgen_core::segment::{Claim, Draw, Hint};
 
 use crate::plumbing::catalog::MODE_OPAQUE;
 use crate::plumbing::directory::{self, forget, resolve, Resolved};
@@ -23,6 +23,9 @@ fn seqgen_next(biz_tag: &str) -> i64 {
 
 #[inline]
 pub fn next(tag: &str) -> Result<i64> {
+    // `hint` belongs to the generation of `r`: every time `r` is resolved again, the hint goes
+    // with it (a slot evicted and loaded again restarts its epochs, and a hint kept across
+    // that would hand out values of the old incarnation; the fuzzer found that one)
     let (mut r, mut hint) = directory::resolve_hinted(tag)?;
     loop {
         match r.slot.seg.draw_hinted(&mut hint) {
@@ -50,14 +53,14 @@ pub fn next(tag: &str) -> Result<i64> {
                 }
                 // The slot was retired while we drew: discard the value and resolve again.
                 forget(tag);
-                r = resolve(tag)?;
+                (r, hint) = (resolve(tag)?, Hint::default());
             }
             Draw::Exhausted { epoch } => {
                 if !r.slot.seg.switch_from(epoch) {
-                    r = wait_for_segment(tag, r, epoch)?;
+                    (r, hint) = (wait_for_segment(tag, r, epoch)?, Hint::default());
                 }
             }
-            Draw::Lost => r = after_lost(tag, r)?,
+            Draw::Lost => (r, hint) = (after_lost(tag, r)?, Hint::default()),
         }
     }
 }
