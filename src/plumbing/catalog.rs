@@ -428,9 +428,12 @@ pub fn reservation_read_any(client: &SpiClient<'_>, which: usize) -> spi::Result
 /// [`RESERVATION_TABLES`]) over every version of its row on disk, read without locking the
 /// table: `None` when the table does not exist. For the start-up readers when the table is
 /// locked (a prepared transaction holding `LOCK TABLE`, an interrupted `ALTER`): a value being
-/// written by a transaction not yet committed, or a version already replaced, counts too.
-/// Reservations only grow, so the maximum over all versions is at least the committed value,
-/// and raising the generators above it is safe. Runs in a transaction.
+/// written by a transaction still in progress, or a version already replaced, counts too.
+/// Reservations only grow, so the maximum over those versions is at least the committed
+/// value, and raising the generators above it is safe. Versions written by a transaction that
+/// rolled back (or was in progress at a crash) do not count: a rolled-back raise changes
+/// nothing (counted, a raise of an hour rolled back refused every call for an hour after the
+/// next restart; the fuzzer found it). Runs in a transaction.
 pub fn reservation_read_unlocked(which: usize) -> Option<i64> {
     let name = RESERVATION_TABLES[which].strip_prefix("seqgen.").expect("seqgen.<table>");
     let name = std::ffi::CString::new(name).expect("no NUL");
@@ -468,6 +471,9 @@ pub fn reservation_read_unlocked(which: usize) -> Option<i64> {
             if tuple.is_null() {
                 break;
             }
+            if !inserter_may_commit((*tuple).t_data) {
+                continue;
+            }
             pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
             let i = attno as usize - 1;
             if i < natts && !nulls[i] {
@@ -478,4 +484,23 @@ pub fn reservation_read_unlocked(which: usize) -> Option<i64> {
         pg_sys::RelationClose(rel);
         Some(max)
     }
+}
+
+/// Did (or may) the transaction that wrote this tuple version commit? Hint bits first (a
+/// frozen tuple's xmin may be older than the commit log), then in progress (a prepared
+/// transaction is), then the commit log; anything else rolled back or crashed.
+unsafe fn inserter_may_commit(t: pg_sys::HeapTupleHeader) -> bool {
+    const COMMITTED: u16 = pg_sys::HEAP_XMIN_COMMITTED as u16;
+    const INVALID: u16 = pg_sys::HEAP_XMIN_INVALID as u16;
+    let mask = (*t).t_infomask;
+    if mask & COMMITTED != 0 {
+        return true; // committed, or frozen (both bits)
+    }
+    if mask & INVALID != 0 {
+        return false;
+    }
+    let xmin = (*t).t_choice.t_heap.t_xmin;
+    pg_sys::TransactionIdIsCurrentTransactionId(xmin)
+        || pg_sys::TransactionIdIsInProgress(xmin)
+        || pg_sys::TransactionIdDidCommit(xmin)
 }
