@@ -282,3 +282,16 @@ AS 'MODULE_PATHNAME', 'seqgen_snowflake53_rewind_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_rewind(pg_catalog.int8) FROM PUBLIC;
+
+-- configuration as code
+CREATE FUNCTION @extschema@.seqgen_config() RETURNS pg_catalog.jsonb
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_config_wrapper';
+CREATE FUNCTION @extschema@.seqgen_apply(doc pg_catalog.jsonb, drop_missing pg_catalog.bool DEFAULT false)
+RETURNS TABLE (biz_tag pg_catalog.text, action pg_catalog.text)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_apply_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_config() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_apply(pg_catalog.jsonb, pg_catalog.bool) FROM PUBLIC;

@@ -38,6 +38,15 @@ mod tests {
     }
 
     fn in_subxact(f: impl FnOnce() + std::panic::UnwindSafe) -> Option<PgSqlErrorCode> {
+        failure(f).map(|(code, _)| code)
+    }
+
+    /// Run `sql` in a subtransaction; the SQLSTATE and message it raised.
+    fn error_of(sql: &str) -> Option<(PgSqlErrorCode, String)> {
+        failure(|| Spi::run(sql).unwrap())
+    }
+
+    fn failure(f: impl FnOnce() + std::panic::UnwindSafe) -> Option<(PgSqlErrorCode, String)> {
         unsafe {
             let cx = pg_sys::CurrentMemoryContext;
             let owner = pg_sys::CurrentResourceOwner;
@@ -56,8 +65,10 @@ mod tests {
                 pg_sys::MemoryContextSwitchTo(cx);
                 pg_sys::CurrentResourceOwner = owner;
                 Some(match e {
-                    CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r.sql_error_code(),
-                    CaughtError::RustPanic { ereport, .. } => ereport.sql_error_code(),
+                    CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => {
+                        (r.sql_error_code(), r.message().to_string())
+                    }
+                    CaughtError::RustPanic { ereport, .. } => (ereport.sql_error_code(), ereport.message().to_string()),
                 })
             })
             .execute()
@@ -1329,5 +1340,123 @@ mod tests {
         assert_eq!(sqlstate("SELECT seqgen_snowflake53()"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
         assert_eq!(sqlstate("SELECT seqgen_snowflake53_at(now())"), None);
         Spi::run("RESET ROLE").unwrap();
+    }
+
+    /// Configuration as code: a document applied creates what it names, applied again changes
+    /// nothing; seqgen_config() round-trips; start_with only raises; a bad document is refused
+    /// with its JSON path and changes nothing; dropping takes only the caller's own tags.
+    #[pg_test]
+    fn configuration_applies_once_and_round_trips() {
+        Spi::run(
+            "CREATE ROLE seqgen_cfg_team NOLOGIN; GRANT EXECUTE ON FUNCTION seqgen_apply(jsonb, boolean), \
+             seqgen_config() TO seqgen_cfg_team; GRANT USAGE ON SCHEMA seqgen TO seqgen_cfg_team; \
+             GRANT SELECT ON seqgen.alloc TO seqgen_cfg_team; SET LOCAL ROLE seqgen_cfg_team",
+        )
+        .unwrap();
+        let apply = |doc: &str, drop: bool| -> Vec<String> {
+            Spi::connect(|c| {
+                c.select(
+                    "SELECT biz_tag || ': ' || action FROM seqgen_apply($1::jsonb, $2)",
+                    None,
+                    &[doc.into(), drop.into()],
+                )
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+            })
+        };
+        let doc = r#"{"version": 1, "tags": {
+            "cfg_a": {"step": 50, "start_with": 1000, "description": "a"},
+            "cfg_b": {"template": {"text": "CB{yyyy}{seq:6}", "time_zone": "Asia/Shanghai"}, "grants": ["public"]},
+            "cfg-c": {"opaque": true}}}"#;
+        let done = apply(doc, false);
+        assert_eq!(
+            done,
+            [
+                "cfg-c: created",
+                "cfg-c: made opaque",
+                "cfg_a: created",
+                "cfg_b: created",
+                "cfg_b: template CB{yyyy}{seq:6} in Asia/Shanghai",
+                "cfg_b: granted to public"
+            ]
+        );
+        assert_eq!(apply(doc, false), Vec::<String>::new());
+        assert_eq!(one("SELECT max_id FROM seqgen.alloc WHERE biz_tag = 'cfg_a'"), 999);
+        assert_eq!(one("SELECT step::int8 FROM seqgen.alloc WHERE biz_tag = 'cfg_a'"), 50);
+        // what seqgen_config() writes applies to the same database as no change
+        let exported = Spi::get_one::<pgrx::JsonB>("SELECT seqgen_config()").unwrap().unwrap().0;
+        assert_eq!(exported["tags"]["cfg_a"]["step"], 50);
+        assert_eq!(exported["tags"]["cfg_b"]["grants"][0], "public");
+        assert_eq!(exported["tags"]["cfg-c"]["opaque"], true);
+        assert_eq!(apply(&exported.to_string(), false), Vec::<String>::new());
+        // raising: a changed step and a higher start; a lower start is no change
+        let done = apply(r#"{"version": 1, "tags": {"cfg_a": {"step": 60, "start_with": 900000}}}"#, false);
+        assert_eq!(done, ["cfg_a: altered (step 60)", "cfg_a: restarted at 900000"]);
+        assert_eq!(one("SELECT max_id FROM seqgen.alloc WHERE biz_tag = 'cfg_a'"), 899999);
+        assert_eq!(
+            apply(r#"{"version": 1, "tags": {"cfg_a": {"step": 60, "start_with": 10}}}"#, false),
+            Vec::<String>::new()
+        );
+        // bad documents: refused with the path, nothing changed (not even the tags before the bad one)
+        let before = catalog("");
+        for (doc, code, path) in [
+            (r#"{"version": 2}"#, ERRCODE_INVALID_PARAMETER_VALUE, "$.version"),
+            (
+                r#"{"version": 1, "tags": {"cfg_a": {"step": -5}}}"#,
+                ERRCODE_INVALID_PARAMETER_VALUE,
+                "$.tags.cfg_a.step",
+            ),
+            (r#"{"version": 1, "tags": {"cfg_a": {"stp": 5}}}"#, ERRCODE_INVALID_PARAMETER_VALUE, "$.tags.cfg_a.stp"),
+            (
+                r#"{"version": 1, "tags": {"cfg_a": {"step": "5"}}}"#,
+                ERRCODE_INVALID_PARAMETER_VALUE,
+                "$.tags.cfg_a.step",
+            ),
+            (
+                r#"{"version": 1, "tags": {"cfg_d": {}, "cfg_e": {"template": {"text": "X{seq:3", "time_zone": "UTC"}}}}"#,
+                ERRCODE_INVALID_PARAMETER_VALUE,
+                "$.tags.cfg_e.template.text",
+            ),
+            (
+                r#"{"version": 1, "tags": {"cfg_d": {}, "cfg_e": {"template": {"text": "X{seq:3}", "time_zone": "Mars/Base"}}}}"#,
+                ERRCODE_INVALID_PARAMETER_VALUE,
+                "$.tags.cfg_e.template.time_zone",
+            ),
+            (
+                r#"{"version": 1, "tags": {"cfg_d": {}, "cfg_b": {}}}"#,
+                ERRCODE_FEATURE_NOT_SUPPORTED,
+                "$.tags.cfg_b.template",
+            ),
+            (
+                r#"{"version": 1, "tags": {"cfg_d": {}, "cfg-c": {}}}"#,
+                ERRCODE_FEATURE_NOT_SUPPORTED,
+                r#"$.tags["cfg-c"].opaque"#,
+            ),
+            (
+                r#"{"version": 1, "tags": {"cfg_d": {}, "cfg_a": {"step": 60, "grants": ["seqgen_cfg_nobody"]}}}"#,
+                ERRCODE_INVALID_PARAMETER_VALUE,
+                "$.tags.cfg_a.grants",
+            ),
+            (
+                r#"{"version": 1, "tags": {"cfg_b": {"template": {"text": "CB{yy}{seq:8}", "time_zone": "Asia/Shanghai"}}}}"#,
+                ERRCODE_INVALID_PARAMETER_VALUE,
+                "$.tags.cfg_b.template",
+            ),
+        ] {
+            let (got, message) =
+                error_of(&format!("SELECT * FROM seqgen_apply('{doc}')")).unwrap_or_else(|| panic!("{doc} applied"));
+            assert_eq!((got, message.starts_with(&format!("{path}:"))), (code, true), "{doc}: {message}");
+            assert_eq!(catalog(""), before, "{doc}");
+        }
+        // another role's tags are not part of this role's configuration, nor dropped by it
+        Spi::run("RESET ROLE; SELECT seqgen_create('cfg_other')").unwrap();
+        Spi::run("SET LOCAL ROLE seqgen_cfg_team").unwrap();
+        let exported = Spi::get_one::<pgrx::JsonB>("SELECT seqgen_config()").unwrap().unwrap().0;
+        assert!(exported["tags"].get("cfg_other").is_none());
+        let done = apply(r#"{"version": 1, "tags": {"cfg_a": {"step": 60}}}"#, true);
+        assert_eq!(done, ["cfg-c: dropped", "cfg_b: dropped"]);
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(one("SELECT count(*) FROM seqgen.alloc WHERE biz_tag IN ('cfg_a', 'cfg_other')"), 2);
     }
 }

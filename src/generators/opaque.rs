@@ -55,7 +55,7 @@ fn seqgen_make_opaque(biz_tag: &str) {
     make_opaque(biz_tag).or_raise()
 }
 
-fn make_opaque(tag: &str) -> Result<()> {
+pub(crate) fn make_opaque(tag: &str) -> Result<()> {
     crate::generators::tags::change_tag(tag, || make_opaque_locked(tag))
 }
 

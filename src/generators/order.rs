@@ -83,7 +83,7 @@ fn seqgen_set_template_allow(biz_tag: &str, template: &str, time_zone: &str, all
     set_template(biz_tag, template, time_zone, allow_repeats).or_raise()
 }
 
-fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
+pub(crate) fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
     check_tag(tag)?;
     let t = parse_template(text)?;
     let tz = parse_zone(zone)?;

@@ -55,7 +55,12 @@ fn seqgen_create(
     create(biz_tag, step, start_with, description).or_raise()
 }
 
-fn create(tag: Option<&str>, step: Option<i32>, start_with: Option<i64>, description: Option<&str>) -> Result<()> {
+pub(crate) fn create(
+    tag: Option<&str>,
+    step: Option<i32>,
+    start_with: Option<i64>,
+    description: Option<&str>,
+) -> Result<()> {
     let tag = tag.ok_or(SeqgenError::NullArgument("biz_tag"))?;
     let step = step.ok_or(SeqgenError::NullArgument("step"))?;
     let start_with = start_with.ok_or(SeqgenError::NullArgument("start_with"))?;
@@ -88,17 +93,20 @@ fn create(tag: Option<&str>, step: Option<i32>, start_with: Option<i64>, descrip
 /// Drop a tag. Its slot is retired when the calling transaction commits.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_drop(biz_tag: &str) {
-    change_tag(biz_tag, || {
+    drop_tag(biz_tag).or_raise()
+}
+
+pub(crate) fn drop_tag(tag: &str) -> Result<()> {
+    change_tag(tag, || {
         if returns_row(
             "DELETE FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 RETURNING true",
-            &[biz_tag.into()],
+            &[tag.into()],
         )? {
             Ok(())
         } else {
-            Err(SeqgenError::UnknownTag(biz_tag.to_string()))
+            Err(SeqgenError::UnknownTag(tag.to_string()))
         }
     })
-    .or_raise()
 }
 
 /// Let several independent servers (each with its own catalog and a distinct
@@ -110,7 +118,7 @@ fn seqgen_set_node_bits(biz_tag: &str, node_bits: i32) {
     set_node_bits(biz_tag, node_bits).or_raise()
 }
 
-fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
+pub(crate) fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
     check_tag(tag)?;
     if !(1..=MAX_NODE_BITS as i32).contains(&bits) {
         return Err(SeqgenError::InvalidArgument(format!(
@@ -171,7 +179,7 @@ fn seqgen_alter(
     alter(biz_tag, step, description).or_raise()
 }
 
-fn alter(tag: Option<&str>, step: Option<i32>, description: Option<&str>) -> Result<()> {
+pub(crate) fn alter(tag: Option<&str>, step: Option<i32>, description: Option<&str>) -> Result<()> {
     let tag = tag.ok_or(SeqgenError::NullArgument("biz_tag"))?;
     check_tag(tag)?;
     if let Some(step) = step {
@@ -210,7 +218,7 @@ fn seqgen_restart_force(biz_tag: &str, start_with: i64, force: bool) {
     restart(biz_tag, start_with, force).or_raise()
 }
 
-fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
+pub(crate) fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
     change_tag(tag, || {
         let row = first_row(
             "SELECT max_id, opaque_from IS NOT NULL, node_bits FROM seqgen.alloc \
@@ -323,7 +331,7 @@ fn seqgen_revoke(biz_tag: &str, role: &str) {
     set_grant(biz_tag, role, false).or_raise()
 }
 
-fn set_grant(tag: &str, role: &str, grant: bool) -> Result<()> {
+pub(crate) fn set_grant(tag: &str, role: &str, grant: bool) -> Result<()> {
     let oid = role_oid(role)?;
     change_tag(tag, || {
         let done = match (oid, grant) {

@@ -71,6 +71,10 @@ pub enum SeqgenError {
     WorkerFailed { tag: String, detail: String, state: i32 },
     #[error("pg_seqgen internal error: {0}")]
     Internal(String),
+    /// An error of one part of a configuration document (`seqgen_apply`), with its JSON path;
+    /// keeps the SQLSTATE and hint of the error it wraps.
+    #[error("{path}: {inner}")]
+    At { path: String, inner: Box<SeqgenError> },
 }
 
 pub type Result<T> = std::result::Result<T, SeqgenError>;
@@ -80,6 +84,7 @@ impl SeqgenError {
         use PgSqlErrorCode::*;
         use SeqgenError::*;
         match self {
+            At { inner, .. } => inner.sqlstate(),
             NotPreloaded
             | WorkerNotRunning
             | ClocksNotOpen(_)
@@ -113,6 +118,7 @@ impl SeqgenError {
     pub fn hint(&self) -> Option<String> {
         use SeqgenError::*;
         Some(match self {
+            At { inner, .. } => return inner.hint(),
             NotPreloaded => "Add pg_seqgen to shared_preload_libraries in postgresql.conf and restart the server.".into(),
             TooManyDatabases(_) => "Drop the extension from a database that no longer needs it, or raise seqgen.max_databases (and max_worker_processes) and restart the server.".into(),
             HotStandby => "Draw IDs on the primary.".into(),

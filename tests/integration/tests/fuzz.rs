@@ -98,6 +98,10 @@ enum Admin {
     /// Raise a reservation by hand (0: snowflake, 1: UUIDv7) to the clock plus this many ms.
     HandRaise(usize, i64),
     Grant(usize, bool),
+    /// Configuration as code: 0: apply this database's own `seqgen_config()` (must change
+    /// nothing), 1: apply the other database's, 2: a document naming only this tag, with
+    /// `drop_missing`.
+    Apply(usize, usize),
     BadInput(usize),
 }
 
@@ -170,7 +174,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // administrative calls mostly from the superuser sessions (the ordinary role
                 // has EXECUTE on the drawing functions only)
                 let s = if rng.random_bool(0.9) { s % 2 } else { s };
-                let a = match rng.random_range(0..24) {
+                let a = match rng.random_range(0..26) {
                     0..=3 => Admin::Create(t, [1, 10, 100][rng.random_range(0..3)]),
                     4 => Admin::Drop(t),
                     5 => Admin::Alter(t, [5, 50][rng.random_range(0..2)]),
@@ -194,7 +198,9 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                         Admin::HandRaise(rng.random_range(0..2), [3_600_000, 500, -5000][rng.random_range(0..3)])
                     }
                     19..=20 => Admin::Grant(t, rng.random_bool(0.5)),
-                    _ => Admin::BadInput(rng.random_range(0..6)),
+                    21..=22 => Admin::Apply(rng.random_range(0..2), t),
+                    23 if rng.random_bool(0.3) => Admin::Apply(2, t),
+                    _ => Admin::BadInput(rng.random_range(0..8)),
                 };
                 // a raise by an hour that commits would rightly refuse calls for an hour: only
                 // shapes that end in a rollback (or a refused PREPARE) for those
@@ -492,6 +498,21 @@ impl Run {
             ),
             Admin::Grant(t, true) => format!("SELECT seqgen_grant('{}', 'fz_app')", tag(t)),
             Admin::Grant(t, false) => format!("SELECT seqgen_revoke('{}', 'fz_app')", tag(t)),
+            Admin::Apply(0, _) => "DO $$ BEGIN IF EXISTS (SELECT FROM seqgen_apply(seqgen_config())) THEN \
+                 RAISE EXCEPTION 'applying the configuration of this database changed it' USING ERRCODE = 'XX001'; \
+                 END IF; END $$"
+                .to_string(),
+            Admin::Apply(1, _) => {
+                let doc = match self.query(1 - db, "SELECT seqgen_config()::text")? {
+                    Ok(rows) => rows.into_iter().next().unwrap_or_default(),
+                    Err(st) => return Ok(st),
+                };
+                format!("SELECT biz_tag || ':' || action FROM seqgen_apply($cfg${doc}$cfg$::jsonb)")
+            }
+            Admin::Apply(_, t) => format!(
+                "SELECT biz_tag || ':' || action FROM seqgen_apply('{{\"version\": 1, \"tags\": {{\"{}\": {{\"step\": 10}}}}}}', true)",
+                tag(t)
+            ),
             Admin::BadInput(i) => [
                 "SELECT seqgen_create('', 10)",
                 "SELECT seqgen_create('x', -5)",
@@ -499,13 +520,32 @@ impl Run {
                 "SELECT seqgen_set_template('a', 'A{seq:3}', 'Mars/Olympus')",
                 "SELECT seqgen_next_batch('a', 0)",
                 "SELECT seqgen_snowflake_advance(-1)",
+                r#"SELECT * FROM seqgen_apply('{"version": 1, "tags": {"a": {"step": 0}}}')"#,
+                r#"SELECT * FROM seqgen_apply('{"version": 1, "tags": {"b": {"template": {"text": "F{seq:0}"}}}}')"#,
             ][*i]
                 .to_string(),
         };
         let committed_shape = matches!(shape, Shape::Auto | Shape::Commit | Shape::PrepareCommit | Shape::PrepareLeave);
         let (rows, ended) = self.run_shaped(s, &sql, shape)?;
+        // what a document changed, as the calls it stands for
+        let applied: Vec<Admin> = match (a, &rows) {
+            (Admin::Apply(..), Ok(rows)) => rows
+                .iter()
+                .filter_map(|r| {
+                    let (name, action) = r.split_once(':')?;
+                    let t = TAGS.iter().position(|n| *n == name)?;
+                    Some(match action {
+                        "created" => Admin::Create(t, 0),
+                        "dropped" => Admin::Drop(t),
+                        a if a.starts_with("template ") => Admin::Template(t, 0, 0),
+                        _ => return None,
+                    })
+                })
+                .collect(),
+            _ => vec![a.clone()],
+        };
         let r = rows.and(ended);
-        if r.is_ok() && committed_shape {
+        for a in applied.iter().filter(|_| r.is_ok() && committed_shape) {
             match a {
                 Admin::Drop(t) if shape == Shape::PrepareLeave => {
                     if let Some(p) = self.prepared.last_mut() {
@@ -800,7 +840,8 @@ fn fuzz_seed(seed: u64, steps: usize, port: u16) {
         } else if kind.contains("heal") {
             "heal"
         } else {
-            "admin"
+            // the call: "session 0 (postgres) Apply(1, 2) [Commit]" -> "admin Apply"
+            &format!("admin {}", kind.split(") ").nth(1).and_then(|r| r.split(['(', ' ']).next()).unwrap_or(""))
         };
         let end = if end.ends_with(" values") || end == "ok" || end == "done" || end.starts_with("service back") {
             "ok"

@@ -215,6 +215,9 @@ fn upgrade(old: &str, from: &str, port: u16) {
     let refused = cl.batch_execute("SELECT seqgen_set_template('ord', 'U{yyyy}{MM}{dd}-{seq:6:opaque}')").unwrap_err();
     assert_eq!(sqlstate(&refused).as_deref(), Some("22023"), "{refused:?}");
     cl.batch_execute("SELECT seqgen_revoke('seg', 'public'); SELECT seqgen_grant('seg', 'public')").unwrap();
+    // the configuration of the upgraded catalog applies to it as no change
+    let changes = c.one_i64("SELECT count(*) FROM seqgen_apply(seqgen_config())");
+    assert_eq!(changes, 0, "applying the configuration of the catalog upgraded from {from} changed it");
     drop(cl);
     // back to the daily template after the upgrade: the day continues above 0.1.0's numbers
     let mut cl = c.connect();

@@ -1,0 +1,188 @@
+//! Configuration as code: `seqgen_config()` writes the definition of every tag as a JSON
+//! document (`seqgen_core::config`, versioned), `seqgen_apply(doc)` makes the database match
+//! one, in the calling transaction: it creates what is missing and changes what differs
+//! through the same functions an operator would call (so every check of theirs applies:
+//! ownership, template changes that could repeat numbers, bounded lock waits), never lowers a
+//! counter, and drops tags the document does not name only when asked to.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use seqgen_core::config::{self, Config, TagConfig, TemplateConfig};
+
+use crate::generators::{opaque, order, tags};
+use crate::plumbing::error::{OrRaise, Result, SeqgenError};
+use crate::plumbing::session::{as_superuser, bounded_lock_wait};
+
+fn spi_err(e: pgrx::spi::Error) -> SeqgenError {
+    SeqgenError::Internal(e.to_string())
+}
+
+/// A tag as the catalog has it, in the document's terms.
+struct Current {
+    max_id: i64,
+    config: TagConfig,
+}
+
+/// The tags of this database that the caller owns (all of them for a superuser). The catalog
+/// is read with the extension's privileges, like every tag change.
+fn current() -> Result<BTreeMap<String, Current>> {
+    let user = unsafe { pg_sys::GetUserId() };
+    bounded_lock_wait(|| {
+        as_superuser(|| {
+            Spi::connect(|c| {
+                let rows = c.select(
+                    "SELECT a.biz_tag, a.step, a.max_id, a.description, a.opaque_from IS NOT NULL, a.node_bits, \
+                     a.public_draw, ARRAY(SELECT r.rolname::pg_catalog.text FROM pg_catalog.pg_roles r \
+                                          WHERE r.oid OPERATOR(pg_catalog.=) ANY (a.drawers)), \
+                     t.template, t.time_zone \
+                     FROM seqgen.alloc a LEFT JOIN seqgen.template t ON t.biz_tag OPERATOR(pg_catalog.=) a.biz_tag \
+                     WHERE pg_catalog.pg_has_role($1, a.owner::pg_catalog.oid, 'MEMBER') \
+                     ORDER BY a.biz_tag",
+                    None,
+                    &[user.into()],
+                )?;
+                let mut out = BTreeMap::new();
+                for r in rows {
+                    let name: String = r.get(1)?.unwrap_or_default();
+                    let max_id: i64 = r.get(3)?.unwrap_or(0);
+                    let mut grants: Vec<String> = r.get::<Vec<String>>(8)?.unwrap_or_default();
+                    if r.get::<bool>(7)?.unwrap_or(false) {
+                        grants.push("public".into());
+                    }
+                    grants.sort();
+                    let template = match (r.get::<String>(9)?, r.get::<String>(10)?) {
+                        (Some(text), Some(time_zone)) => {
+                            let allow_repeats =
+                                seqgen_core::template::parse(&text).is_ok_and(|t| t.repeats_every().is_some());
+                            Some(TemplateConfig { text, time_zone, allow_repeats })
+                        }
+                        _ => None,
+                    };
+                    let config = TagConfig {
+                        step: r.get(2)?.unwrap_or(1000),
+                        start_with: Some(max_id.saturating_add(1)),
+                        description: r.get(4)?,
+                        template,
+                        opaque: r.get(5)?.unwrap_or(false),
+                        node_bits: r.get::<i32>(6)?.unwrap_or(0).max(0) as u32,
+                        grants,
+                    };
+                    out.insert(name, Current { max_id, config });
+                }
+                Ok(out)
+            })
+        })
+    })
+    .map_err(spi_err)
+}
+
+/// The definition of every tag of this database (`start_with`: the next value the tag would
+/// reserve; applied elsewhere it is a floor, never a step back).
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_config() -> JsonB {
+    let tags = current().or_raise().into_iter().map(|(name, c)| (name, c.config)).collect();
+    let doc = Config { version: config::VERSION, tags };
+    JsonB(serde_json::to_value(doc).unwrap_or_else(|e| SeqgenError::Internal(e.to_string()).raise()))
+}
+
+/// Make this database's tags match `doc` (one transaction: all of it or nothing). Returns what
+/// it changed, one row per change; applying the same document again returns no row.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_apply(
+    doc: JsonB,
+    drop_missing: default!(bool, false),
+) -> TableIterator<'static, (name!(biz_tag, String), name!(action, String))> {
+    TableIterator::new(apply(&doc.0, drop_missing).or_raise())
+}
+
+/// An error of one part of the document, with its JSON path.
+fn at(path: String, e: SeqgenError) -> SeqgenError {
+    SeqgenError::At { path, inner: Box::new(e) }
+}
+
+fn apply(value: &serde_json::Value, drop_missing: bool) -> Result<Vec<(String, String)>> {
+    let doc = config::parse(value).map_err(|e| SeqgenError::InvalidArgument(e.to_string()))?;
+    let have = current()?;
+    let mut done = vec![];
+    for (name, want) in &doc.tags {
+        let path = |field: &str| config::tag_path(name, field);
+        let mut changed = |action: String| done.push((name.clone(), action));
+        let Some(cur) = have.get(name) else {
+            tags::create(Some(name), Some(want.step), Some(want.start_with.unwrap_or(1)), want.description.as_deref())
+                .map_err(|e| at(path(""), e))?;
+            changed("created".into());
+            apply_rest(name, want, None, &path, &mut changed)?;
+            continue;
+        };
+        let c = &cur.config;
+        if want.step != c.step || (want.description.is_some() && want.description != c.description) {
+            tags::alter(Some(name), Some(want.step), want.description.as_deref()).map_err(|e| at(path(""), e))?;
+            changed(format!("altered (step {})", want.step));
+        }
+        if let Some(s) = want.start_with.filter(|s| *s > cur.max_id.saturating_add(1)) {
+            tags::restart(name, s, false).map_err(|e| at(path(".start_with"), e))?;
+            changed(format!("restarted at {s}"));
+        }
+        apply_rest(name, want, Some(c), &path, &mut changed)?;
+    }
+    if drop_missing {
+        for name in have.keys().filter(|n| !doc.tags.contains_key(*n)) {
+            tags::drop_tag(name).map_err(|e| at(config::tag_path(name, ""), e))?;
+            done.push((name.clone(), "dropped".into()));
+        }
+    }
+    Ok(done)
+}
+
+/// Template, opaque, node bits and grants of tag `name` (created just now when `cur` is None).
+fn apply_rest(
+    name: &str,
+    want: &TagConfig,
+    cur: Option<&TagConfig>,
+    path: &dyn Fn(&str) -> String,
+    changed: &mut dyn FnMut(String),
+) -> Result<()> {
+    let cur_template = cur.and_then(|c| c.template.as_ref());
+    match (&want.template, cur_template) {
+        (Some(w), Some(c)) if (&w.text, &w.time_zone) == (&c.text, &c.time_zone) => {}
+        (Some(w), _) => {
+            order::set_template(name, &w.text, &w.time_zone, w.allow_repeats).map_err(|e| at(path(".template"), e))?;
+            changed(format!("template {} in {}", w.text, w.time_zone));
+        }
+        (None, Some(_)) => {
+            return Err(at(
+                path(".template"),
+                SeqgenError::Unsupported("a template cannot be removed while its tag exists".into()),
+            ))
+        }
+        (None, None) => {}
+    }
+    let (is_opaque, bits) = cur.map_or((false, 0), |c| (c.opaque, c.node_bits));
+    match (want.opaque, is_opaque) {
+        (true, false) => {
+            opaque::make_opaque(name).map_err(|e| at(path(".opaque"), e))?;
+            changed("made opaque".into());
+        }
+        (false, true) => {
+            return Err(at(path(".opaque"), SeqgenError::Unsupported("a tag is opaque for good".into())));
+        }
+        _ => {}
+    }
+    if want.node_bits != bits {
+        tags::set_node_bits(name, want.node_bits as i32).map_err(|e| at(path(".node_bits"), e))?;
+        changed(format!("node bits {}", want.node_bits));
+    }
+    let have: BTreeSet<&String> = cur.map(|c| c.grants.iter().collect()).unwrap_or_default();
+    let wanted: BTreeSet<&String> = want.grants.iter().collect();
+    for role in wanted.difference(&have) {
+        tags::set_grant(name, role, true).map_err(|e| at(path(".grants"), e))?;
+        changed(format!("granted to {role}"));
+    }
+    for role in have.difference(&wanted) {
+        tags::set_grant(name, role, false).map_err(|e| at(path(".grants"), e))?;
+        changed(format!("revoked from {role}"));
+    }
+    Ok(())
+}
