@@ -146,6 +146,9 @@ pub struct Presenter {
 }
 
 impl Presenter {
+    /// Values that are IDs already.
+    const PLAIN: Presenter = Presenter { mode: 0, key: None };
+
     /// Capture the presentation of `mode` for the slot of `r` (whose generation the caller
     /// checks after this).
     fn capture(r: &Resolved, mode: i64) -> Result<Presenter> {
@@ -219,7 +222,19 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
         }
     }
     while left > 0 {
-        match directory::reserve_range(tag, r, left as i64)? {
+        let reserved = match directory::reserve_range(tag, r, left as i64) {
+            // the last values of the range may sit in a segment the worker is publishing (a
+            // prefetch in flight when the current one ran out): drawn one by one, like any
+            // call would; `next` reports the exhaustion when there truly is nothing left
+            Err(SeqgenError::Exhausted(_)) => {
+                for _ in 0..left {
+                    out.push((next(tag)?, 1, Presenter::PLAIN));
+                }
+                break;
+            }
+            other => other?,
+        };
+        match reserved {
             Some((start, len, mode)) => {
                 let p = Presenter::capture(&r, mode);
                 // the worker reserved from the row this slot serves and stored its key in the
