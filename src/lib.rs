@@ -37,6 +37,7 @@ extension_sql_file!(
     requires =
         [generators::tags::seqgen_create, generators::segment::seqgen_next, generators::snowflake::seqgen_snowflake]
 );
+extension_sql_file!("../sql/replication.sql", name = "replication", requires = ["catalog"]);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 #[pg_guard]

@@ -87,6 +87,13 @@ pub(crate) fn create(
     if !inserted {
         return Err(SeqgenError::DuplicateTag(tag.to_string()));
     }
+    if let Some(sub) = crate::plumbing::replication::catalog_not_received() {
+        warning!(
+            "tag \"{tag}\" starts at {start_with} in a database that subscribes to \"{sub}\" without the pg_seqgen catalog; \
+             if the tag exists on the publisher, values issued there will be issued again here \
+             (publish the catalog with seqgen_publish() instead)"
+        );
+    }
     Ok(())
 }
 

@@ -110,7 +110,7 @@ fn is_owner(owner: pg_sys::Oid) -> bool {
 /// (Callers cache a `true` with [`Stamp::now`].)
 pub fn may_draw(tag: &str) -> Result<bool> {
     watch_memberships();
-    let row = read(tag)?.ok_or_else(|| SeqgenError::UnknownTag(tag.to_string()))?;
+    let row = read(tag)?.ok_or_else(|| crate::plumbing::replication::unknown_tag(tag))?;
     let me = unsafe { pg_sys::GetUserId() };
     Ok(row.public || is_owner(row.owner) || row.drawers.iter().any(|g| unsafe { pg_sys::has_privs_of_role(me, *g) }))
 }

@@ -183,6 +183,10 @@ fn resolve_slow(tag: &str) -> Result<(Resolved, Hint)> {
 fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
     let h = ready_header()?;
     check_tag(tag)?;
+    // the new side of a switchover draws only once the catalog stops coming in (checked before
+    // the allocator loads the tag: a segment reserved here would be a write the incoming
+    // catalog then collides with)
+    crate::plumbing::replication::refuse_while_receiving(tag)?;
     let r = match lookup(h, tag.as_bytes()) {
         Some(r) => r,
         None => load(h, tag)?,
@@ -287,7 +291,7 @@ pub fn lookup(h: &'static Header, name: &[u8]) -> Option<Resolved> {
 /// unknown) describe a failed job.
 pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenError {
     match code {
-        code::UNKNOWN_TAG => SeqgenError::UnknownTag(tag.to_string()),
+        code::UNKNOWN_TAG => crate::plumbing::replication::unknown_tag(tag),
         code::EXHAUSTED => SeqgenError::Exhausted(tag.to_string()),
         code::LOCKED => SeqgenError::RowLocked(tag.to_string()),
         code::CATALOG_MISSING => SeqgenError::CatalogMissing(current_database()),

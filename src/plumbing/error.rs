@@ -25,6 +25,10 @@ pub enum SeqgenError {
     RowLocked(String),
     #[error("tag \"{0}\" does not exist")]
     UnknownTag(String),
+    #[error("tag \"{tag}\" does not exist (this database subscribes to \"{subscription}\", which does not bring the pg_seqgen catalog)")]
+    TagNotReplicated { tag: String, subscription: String },
+    #[error("tag \"{tag}\" is not served here while subscription \"{subscription}\" replicates the pg_seqgen catalog into this database")]
+    CatalogReplicatedIn { tag: String, subscription: String },
     #[error("permission denied for tag \"{0}\"")]
     TagPermission(String),
     #[error("must be the owner of tag \"{0}\"")]
@@ -94,12 +98,13 @@ impl SeqgenError {
             | NotOpaque(_)
             | NodeDoesNotFit { .. }
             | Snowflake53Node(_)
-            | NeedsUpdate(_) => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            | NeedsUpdate(_)
+            | CatalogReplicatedIn { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             WorkerFailed { state, .. } if *state != 0 => PgSqlErrorCode::from(*state),
             WorkerFailed { .. } => ERRCODE_INTERNAL_ERROR,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
-            UnknownTag(_) => ERRCODE_UNDEFINED_OBJECT,
+            UnknownTag(_) | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
             TagPermission(_) | NotTagOwner(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
             BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
@@ -128,6 +133,8 @@ impl SeqgenError {
             Timeout { .. } => "Check the server log for the \"pg_seqgen allocator\" background worker; raise seqgen.allocation_timeout if the server is overloaded.".into(),
             RowLocked(_) => "Commit or roll back the transaction that holds the row (see pg_locks), then retry.".into(),
             UnknownTag(_) => "Create it with seqgen_create().".into(),
+            TagNotReplicated { subscription, .. } => format!("Publish the catalog on the old side too (SELECT seqgen_publish('<publication>')), then ALTER SUBSCRIPTION \"{subscription}\" REFRESH PUBLICATION here. A tag created here by hand would start its numbering again."),
+            CatalogReplicatedIn { subscription, .. } => format!("Draw on the publisher until the switchover; then ALTER SUBSCRIPTION \"{subscription}\" DISABLE (or DROP SUBSCRIPTION) here, and this side draws on above everything the publisher reserved. Drawing on both sides would repeat values."),
             TagPermission(t) => format!("The tag's owner can allow it: SELECT seqgen_grant('{t}', '<role>');"),
             NotTagOwner(_) => "Only the tag's owner (the role that created it, or a member of that role) and superusers may change it.".into(),
             TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),

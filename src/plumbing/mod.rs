@@ -10,6 +10,7 @@ pub mod error;
 pub mod guc;
 pub mod local;
 pub mod pending;
+pub mod replication;
 pub mod session;
 pub mod shmem;
 pub mod wait;

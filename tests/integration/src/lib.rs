@@ -107,17 +107,21 @@ pub struct Cluster {
 impl Cluster {
     /// initdb a fresh cluster with pg_seqgen preloaded and `extra` lines in postgresql.conf.
     pub fn init(name: &str, port: u16, extra: &[&str]) -> Cluster {
+        Cluster::init_in(pg_bin(), name, port, extra, &[])
+    }
+
+    /// [`init`](Self::init) with the binaries in `bin` (another major's) and `initdb_args`.
+    pub fn init_in(bin: &str, name: &str, port: u16, extra: &[&str], initdb_args: &[&str]) -> Cluster {
         let dir = PathBuf::from(format!("/tmp/pg_seqgen_it/{name}"));
-        let c = Cluster { name: name.into(), dir, port, env: vec![], bin: pg_bin().into() };
+        let c = Cluster { name: name.into(), dir, port, env: vec![], bin: bin.into() };
         c.stop_quietly();
         let _ = std::fs::remove_dir_all(&c.dir);
         std::fs::create_dir_all(&c.dir).unwrap();
         check(Command::new("chown").arg("postgres").arg(&c.dir).output().unwrap(), "chown");
         let data = c.data();
-        check(
-            as_postgres(&format!("{}/initdb", pg_bin()), &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"]),
-            "initdb",
-        );
+        let mut args = vec!["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"];
+        args.extend_from_slice(initdb_args);
+        check(as_postgres(&format!("{bin}/initdb"), &args), "initdb");
         let mut conf = vec![
             format!("port = {port}"),
             format!("unix_socket_directories = '{}'", c.dir.display()),

@@ -1,0 +1,77 @@
+//! Logical replication of the catalog, for a blue/green switchover to a new server (another
+//! major, say): the old side publishes `seqgen_replication_tables()` with the application's
+//! tables, the new side subscribes, and at the switchover the subscription is disabled and the
+//! new side draws on above everything the old side reserved.
+//!
+//! Two mistakes are caught on the new side, on cold paths only (a backend's first use of a
+//! tag, `seqgen_create`):
+//! - drawing while the catalog still comes in from the old side (both sides would issue the
+//!   same values): refused with 55000 until the subscription is disabled or dropped;
+//! - a subscription without the catalog (only the application's tables published): an unknown
+//!   tag says so in its hint, and `seqgen_create` warns that a tag made here by hand starts its
+//!   numbering again.
+
+use pgrx::prelude::*;
+
+use crate::plumbing::error::{Result, SeqgenError};
+use crate::plumbing::session::as_superuser;
+
+/// A subscription of this database: its name, whether it is enabled, whether it brings
+/// `seqgen.alloc`.
+struct Subscription {
+    name: String,
+    enabled: bool,
+    receives_catalog: bool,
+}
+
+fn subscriptions() -> Result<Vec<Subscription>> {
+    as_superuser(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT s.subname::pg_catalog.text, s.subenabled, EXISTS (SELECT FROM pg_catalog.pg_subscription_rel r \
+                   WHERE r.srsubid OPERATOR(pg_catalog.=) s.oid \
+                     AND r.srrelid OPERATOR(pg_catalog.=) 'seqgen.alloc'::pg_catalog.regclass) \
+                 FROM pg_catalog.pg_subscription s \
+                 WHERE s.subdbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
+                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) \
+                 ORDER BY 1",
+                None,
+                &[],
+            )?
+            .map(|r| {
+                Ok(Subscription {
+                    name: r.get(1)?.unwrap_or_default(),
+                    enabled: r.get(2)?.unwrap_or(false),
+                    receives_catalog: r.get(3)?.unwrap_or(false),
+                })
+            })
+            .collect::<std::result::Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    })
+    .map_err(|e| SeqgenError::Internal(e.to_string()))
+}
+
+/// Refuse to serve `tag` while an enabled subscription brings the catalog into this database.
+pub fn refuse_while_receiving(tag: &str) -> Result<()> {
+    match subscriptions()?.into_iter().find(|s| s.enabled && s.receives_catalog) {
+        Some(s) => Err(SeqgenError::CatalogReplicatedIn { tag: tag.to_string(), subscription: s.name }),
+        None => Ok(()),
+    }
+}
+
+/// The subscription of a database that subscribes to something but not to the catalog.
+pub fn catalog_not_received() -> Option<String> {
+    let subs = subscriptions().ok()?;
+    if subs.iter().any(|s| s.receives_catalog) {
+        return None;
+    }
+    subs.into_iter().next().map(|s| s.name)
+}
+
+/// An unknown tag, with a hint when the likely reason is a subscription without the catalog.
+pub fn unknown_tag(tag: &str) -> SeqgenError {
+    match catalog_not_received() {
+        Some(subscription) => SeqgenError::TagNotReplicated { tag: tag.to_string(), subscription },
+        None => SeqgenError::UnknownTag(tag.to_string()),
+    }
+}
