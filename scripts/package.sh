@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Build installable packages of pg_seqgen (release builds, `cargo pgrx package`):
-#   - PostgreSQL 15 (Debian's): target/package/postgresql-15-pg-seqgen_<version>_<arch>.deb,
+#   - PostgreSQL 15 (Debian 12's): target/package/postgresql-15-pg-seqgen_<version>_<arch>.deb,
 #     installable with `apt-get install ./<file>.deb` on Debian 12 with only PostgreSQL 15
 #     installed (no Rust, no cargo-pgrx);
+#   - PostgreSQL 17 (Debian 13's): target/package/postgresql-17-pg-seqgen_<version>_<arch>.deb,
+#     the same for Debian 13, built in the Debian 13 root (scripts/debian13.sh);
 #   - the majors that come from wheels (16, 18): target/package/pg_seqgen-<version>-pg<major>.tar.gz
 #     holding lib/pg_seqgen.so and extension/pg_seqgen*; copy them into `pg_config --pkglibdir`
 #     and `pg_config --sharedir`/extension of that installation.
 #
-#   bash scripts/package.sh               # every major in PG_MAJORS (default 15 16 18)
+#   bash scripts/package.sh               # every major in PG_MAJORS (default 15 16 17 18)
 #   PG_MAJORS=15 bash scripts/package.sh  # the .deb only
 # Prints the path of every package it built.
 . "$(dirname "$0")/lib.sh"
@@ -20,6 +22,15 @@ OUT=$ROOT/target/package
 mkdir -p "$OUT"
 
 for major in $PG_MAJORS; do
+    if [ "$major" = "$ROOT_MAJOR" ] && [ "$DEBIAN_MAJOR" != "$ROOT_MAJOR" ]; then
+        . "$ROOT/scripts/debian13.sh"
+        debian13_ensure
+        debian13_mount
+        deb=$(in_debian13 env PG_MAJORS="$major" bash /src/pg_seqgen/scripts/package.sh | tail -1)
+        debian13_umount
+        echo "$ROOT/${deb#/src/pg_seqgen/}"
+        continue
+    fi
     use_major "$major"
     stage=$OUT/stage-pg$major
     rm -rf "$stage"
