@@ -60,6 +60,10 @@ debian13_mount() {
     bind_once /dev/pts "$DEBIAN13_ROOT/dev/pts"
     bind_once "$HOME/.cargo" "$DEBIAN13_ROOT/root/.cargo"
     bind_once "$HOME/.rustup" "$DEBIAN13_ROOT/root/.rustup"
+    # this clone, whatever an interrupted run of another clone left mounted there
+    if mountpoint -q "$DEBIAN13_ROOT/src/pg_seqgen"; then
+        as_root umount "$DEBIAN13_ROOT/src/pg_seqgen" || as_root umount -l "$DEBIAN13_ROOT/src/pg_seqgen"
+    fi
     bind_once "$ROOT" "$DEBIAN13_ROOT/src/pg_seqgen"
     # name lookups for crates.io, should cargo need anything the registry cache lacks
     as_root cp /etc/resolv.conf "$DEBIAN13_ROOT/etc/resolv.conf" 2>/dev/null || true
