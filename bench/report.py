@@ -1,4 +1,6 @@
-"""Turns the raw benchmark output into the Markdown table the README shows."""
+"""Turns the raw benchmark output into the Markdown tables the README shows, and (with a fifth
+argument) a PNG chart of the ratios: per-row cost against the floor, pgbench TPS against
+`SELECT 1`."""
 import datetime
 import glob
 import os
@@ -7,6 +9,9 @@ import re
 import sys
 
 out, seconds, rows, major = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+chart = sys.argv[5] if len(sys.argv) > 5 else None
+# (label, ratio, ours) for the chart
+chart_rows, chart_tps = [], []
 
 single = {}
 for line in open(os.path.join(out, "single.tsv")):
@@ -60,6 +65,8 @@ for label, frag in [("`abs(g)` (the per-row floor)", "abs(g)"),
                     ("`seqgen_next('b')`", "seqgen_next('b')"),
                     ("`seqgen_next('q')`, an opaque tag", "seqgen_next('q')"),
                     ("`seqgen_snowflake()`", "seqgen_snowflake()"),
+                    ("`seqgen_snowflake53()`, JavaScript-safe (8 sequence bits: at most 256 per ms by design)",
+                     "seqgen_snowflake53()"),
                     ("`seqgen_order_no('o')`, `SN{yyyy}{MM}{dd}{seq:8}{check}`", "seqgen_order_no"),
                     ("`gen_random_uuid()::text`", "gen_random_uuid()::text"),
                     ("`seqgen_uuidv7()`", "seqgen_uuidv7()"),
@@ -68,6 +75,7 @@ for label, frag in [("`abs(g)` (the per-row floor)", "abs(g)"),
         continue
     ns = per_row(frag)
     print(f"| {label} | {ns:.0f} | {ns / floor:.2f}x |")
+    chart_rows.append((label.split("`")[1], ns / floor, "seqgen" in frag))
 print()
 uuid_ns = per_row("seqgen_uuidv7()")
 print(f"`seqgen_uuidv7()`: {uuid_ns / floor:.2f}x the per-row floor (target at most 2x), "
@@ -103,6 +111,7 @@ for label, name in [("`SELECT 1`", "select1"),
                     ("`SELECT gen_random_uuid()`", "uuid"),
                     ("`SELECT seqgen_next('b')` (step 1000, adaptive)", "seqgen_next"),
                     ("`SELECT seqgen_snowflake()`", "snowflake"),
+                    ("`SELECT seqgen_snowflake53()`", "snowflake53"),
                     ("`SELECT seqgen_uuidv7()`", "seqgen_uuidv7"),
                     ("`SELECT uuidv7()` (PostgreSQL 18)", "uuidv7"),
                     ("`SELECT seqgen_next('p')` (step 100, adaptive off)", "seqgen_next_step100")]:
@@ -110,6 +119,7 @@ for label, name in [("`SELECT 1`", "select1"),
         continue
     tps, p99, p999 = pgbench(name)
     print(f"| {label} | {tps:,.0f} | {tps / base[0]:.2f}x | {p99} | {p999} | {p999 / base[2]:.2f}x |")
+    chart_tps.append((label.split("`")[1], tps / base[0], "seqgen" in label))
 new = [pgbench("seqgen_next_step100"), pgbench("seqgen_next_step100_2")]
 old = [pgbench("old_step100"), pgbench("old_step100_2")]
 print()
@@ -192,3 +202,40 @@ print(f"**The per-tag privilege check on the hot path**: `seqgen_next('b')` per 
 waits = dict(line.strip().split("|") for line in open(os.path.join(out, "waits.tsv")) if "|" in line)
 print()
 print(f"Draws that waited for a segment: tag b {waits.get('b', '?')}, tag p {waits.get('p', '?')}.")
+
+
+def draw_chart(path):
+    """Two horizontal bar charts of ratios (matplotlib, no display needed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.5), constrained_layout=True)
+    for ax, data, title, xlabel, ref in [
+        (a, chart_rows, f"Per row, one session ({rows:,} rows; lower is better)", "ns per row / abs(g)", 1.0),
+        (b, chart_tps, "pgbench, 8 clients (higher is better)", "TPS / SELECT 1", 1.0),
+    ]:
+        labels = [d[0] for d in data][::-1]
+        values = [d[1] for d in data][::-1]
+        colors = ["#2b7bb9" if d[2] else "#b0b0b0" for d in data][::-1]
+        bars = ax.barh(labels, values, color=colors)
+        ax.bar_label(bars, labels=[f"{v:.2f}x" for v in values], padding=3, fontsize=8)
+        ax.axvline(ref, color="black", linewidth=0.8, linestyle="--")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.tick_params(axis="y", labelsize=8)
+        if ax is a:
+            # from 1x to 50x: a log scale keeps the small ratios readable
+            ax.set_xscale("log")
+            ax.set_xlim(0.5, max(values) * 2)
+        else:
+            ax.set_xlim(0, max(values) * 1.18)
+    fig.suptitle(f"pg_seqgen (blue) against PostgreSQL's own generators (grey), PostgreSQL {major}, "
+                 f"{datetime.date.today()}", fontsize=11)
+    fig.savefig(path, dpi=110)
+
+
+if chart:
+    draw_chart(chart)
+    print()
+    print(f"Chart: {chart}")

@@ -19,6 +19,16 @@ OUT=$DIR/out
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 
 ensure_deps
+# the chart: matplotlib in a virtual environment of its own, kept with the PostgreSQL trees
+BENCH_VENV=$PG_TREES/bench-venv
+if ! "$BENCH_VENV/bin/python" -c "import matplotlib" 2>/dev/null; then
+    say "installing matplotlib into $BENCH_VENV (once)"
+    if ! as_root python3 -m venv "$BENCH_VENV" 2>/dev/null; then
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq python3-venv >/dev/null
+        as_root python3 -m venv "$BENCH_VENV"
+    fi
+    as_root "$BENCH_VENV/bin/pip" install -q "matplotlib==3.10.7"
+fi
 install_extension
 OLD_PKG=$(bash "$ROOT/scripts/old_version.sh" "$PG_MAJOR" 0.1.0 | tail -1)
 OLD_DIR=/tmp/pg_seqgen_bench_old
@@ -119,6 +129,7 @@ pgbench_run nextval "SELECT nextval('s');"
 pgbench_run uuid "SELECT gen_random_uuid();"
 pgbench_run seqgen_next "SELECT seqgen_next('b');"
 pgbench_run snowflake "SELECT seqgen_snowflake();"
+pgbench_run snowflake53 "SELECT seqgen_snowflake53();"
 pgbench_run seqgen_uuidv7 "SELECT seqgen_uuidv7();"
 pgbench_spread spread_select1 "SELECT 1;"
 pgbench_spread spread_nextval "SELECT nextval('s');"
@@ -137,4 +148,5 @@ pgbench_run old_step100_2 "SELECT seqgen_next('p');" "$OLD_DIR" "$OLD_PORT"
 set_adaptive on
 
 psql_at "$DIR" "$PORT" -At -c "SELECT biz_tag, waits FROM seqgen_status()" > "$OUT/waits.tsv"
-python3 "$BENCH_DIR/report.py" "$OUT" "$SECONDS_EACH" "$ROWS" "$PG_MAJOR"
+# the tables on stdout; the chart into docs/ (the README shows it above the tables)
+"$BENCH_VENV/bin/python" "$BENCH_DIR/report.py" "$OUT" "$SECONDS_EACH" "$ROWS" "$PG_MAJOR" "$ROOT/docs/bench-pg$PG_MAJOR.png"

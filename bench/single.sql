@@ -7,6 +7,7 @@ SELECT * FROM bench_median(ARRAY[
     format('SELECT count(seqgen_next(''b'')) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_next(''q'')) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_snowflake()) FROM generate_series(1, %s) g', :rows),
+    format('SELECT count(seqgen_snowflake53()) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_order_no(''o'')) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(gen_random_uuid()::text) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_uuidv7()) FROM generate_series(1, %s) g', :rows),
