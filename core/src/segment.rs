@@ -122,20 +122,26 @@ impl Entry {
 }
 
 /// A caller's copy of the segment of one epoch, for [`SegmentBuffer::draw_hinted`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// (40 bytes: callers keep one per tag, so it is laid out flat rather than as an `Option`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hint {
-    seg: Option<(u32, Segment)>,
+    seg: Segment,
+    epoch: u32,
+    valid: bool,
     /// Set by a draw that read a new segment into the hint; the caller clears it.
     pub refreshed: bool,
+}
+
+impl Default for Hint {
+    fn default() -> Self {
+        Hint { seg: Segment { start: 0, len: 0, trigger: 0, period: 0 }, epoch: 0, valid: false, refreshed: false }
+    }
 }
 
 impl Hint {
     #[inline]
     fn of(&self, epoch: u32) -> Option<Segment> {
-        match self.seg {
-            Some((e, seg)) if e == epoch => Some(seg),
-            _ => None,
-        }
+        (self.valid && self.epoch == epoch).then_some(self.seg)
     }
 }
 
@@ -287,7 +293,7 @@ impl SegmentBuffer {
             Some(seg) => Some(seg),
             None => {
                 let seg = self.entries[epoch as usize % RING].read(epoch)?;
-                *hint = Hint { seg: Some((epoch, seg)), refreshed: true };
+                *hint = Hint { seg, epoch, valid: true, refreshed: true };
                 Some(seg)
             }
         };
@@ -435,6 +441,26 @@ mod tests {
 
     fn seg(start: i64, len: u64) -> Segment {
         Segment { start, len, trigger: trigger_offset(len, 10), period: 0 }
+    }
+
+    #[test]
+    fn a_fresh_hint_matches_no_epoch_and_stays_small() {
+        let h = Hint::default();
+        for e in [0, 1, u32::MAX] {
+            assert_eq!(h.of(e), None);
+        }
+        // callers keep one per tag: it must stay flat (40 bytes)
+        assert!(std::mem::size_of::<Hint>() <= 40, "{}", std::mem::size_of::<Hint>());
+        // a hinted draw reads the published segment, then answers from the hint
+        let b = SegmentBuffer::new();
+        assert_eq!(b.publish(seg(100, 3)), Ok(1));
+        assert!(b.switch_from(0));
+        let mut h = Hint::default();
+        assert!(matches!(b.draw_hinted(&mut h), Draw::Value { value: 100, .. }));
+        assert!(h.refreshed && h.of(1) == Some(seg(100, 3)) && h.of(0).is_none());
+        h.refreshed = false;
+        assert!(matches!(b.draw_hinted(&mut h), Draw::Value { value: 101, .. }));
+        assert!(!h.refreshed);
     }
 
     #[test]

@@ -23,12 +23,39 @@ fn seqgen_next(biz_tag: &str) -> i64 {
 
 #[inline]
 pub fn next(tag: &str) -> Result<i64> {
+    // steady state: a plain value from the current segment, drawn on the cache entry in place
+    let fast = directory::with_cached(tag, |r, hint| {
+        let d = r.slot.seg.draw_hinted(hint);
+        // the hint is kept where it is (a new segment read into it needs no remembering)
+        hint.refreshed = false;
+        if let Draw::Value { value, prefetch, period: 0, .. } = d {
+            if r.slot.gen().load(Ordering::Acquire) == r.gen {
+                if prefetch {
+                    request_segment(r.slot);
+                }
+                return Ok(value);
+            }
+        }
+        Err((r, *hint, d))
+    });
+    match fast {
+        Some(Ok(value)) => Ok(value),
+        Some(Err((r, hint, d))) => next_from(tag, r, hint, Some(d)),
+        None => {
+            let (r, hint) = directory::resolve_hinted(tag)?;
+            next_from(tag, r, hint, None)
+        }
+    }
+}
+
+/// The rest of [`next`]: from a draw already made on `r` (`first`), or from a new one.
+#[inline(never)]
+fn next_from(tag: &str, mut r: Resolved, mut hint: Hint, mut first: Option<Draw>) -> Result<i64> {
     // `hint` belongs to the generation of `r`: every time `r` is resolved again, the hint goes
     // with it (a slot evicted and loaded again restarts its epochs, and a hint kept across
     // that would hand out values of the old incarnation; the fuzzer found that one)
-    let (mut r, mut hint) = directory::resolve_hinted(tag)?;
     loop {
-        match r.slot.seg.draw_hinted(&mut hint) {
+        match first.take().unwrap_or_else(|| r.slot.seg.draw_hinted(&mut hint)) {
             Draw::Value { value, prefetch, period: mode, .. } => {
                 // a new segment: kept for the next draw of this tag (the generation check
                 // below throws the value, and the tag's cache entry, away if the slot moved on)
