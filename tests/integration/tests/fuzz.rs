@@ -76,6 +76,9 @@ enum Shape {
 #[derive(Debug, Clone, PartialEq)]
 enum Draw {
     Next(usize),
+    /// `seqgen_next` naming every tag in turn in one statement, rows 12 + 4 x the argument
+    /// (calls that change the tag from call to call draw from per-session blocks).
+    InTurn(usize),
     Batch(usize, i32),
     OrderNo(usize, u32),
     Snowflake(u32),
@@ -161,7 +164,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // numbers often)
                 let ot = if rng.random_bool(0.8) { t % 2 } else { t };
                 let d = match rng.random_range(0..20) {
-                    0..=4 => Draw::Next(t),
+                    0..=3 => Draw::Next(t),
+                    4 => Draw::InTurn(t),
                     5..=6 => Draw::Batch(t, [1, 7, 100, 2000][rng.random_range(0..4)]),
                     7..=13 => Draw::OrderNo(ot, [1, 30, 150][rng.random_range(0..3)]),
                     14..=15 => Draw::Snowflake([1, 50][rng.random_range(0..2)]),
@@ -433,6 +437,12 @@ impl Run {
         let db = s % 2;
         let sql = match d {
             Draw::Next(t) => format!("SELECT seqgen_next('{}')", TAGS[*t]),
+            Draw::InTurn(k) => format!(
+                "SELECT (g % {n}) || ':' || seqgen_next((ARRAY['{}'])[1 + g % {n}]) FROM generate_series(1, {}) g",
+                TAGS.join("','"),
+                12 + 4 * k,
+                n = TAGS.len()
+            ),
             Draw::Batch(t, n) => format!("SELECT x FROM seqgen_next_batch('{}', {n}) x", TAGS[*t]),
             Draw::OrderNo(t, k) => format!("SELECT seqgen_order_no('{}') FROM generate_series(1, {k})", TAGS[*t]),
             Draw::Snowflake(k) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
@@ -449,6 +459,13 @@ impl Run {
                 Draw::Next(t) | Draw::Batch(t, _) => {
                     let key = self.tag_key(db, *t);
                     self.ids.entry(key).or_default().insert(v.parse().map_err(|_| format!("not a bigint: {v}"))?)
+                }
+                Draw::InTurn(_) => {
+                    let parsed =
+                        v.split_once(':').and_then(|(t, id)| Some((t.parse::<usize>().ok()?, id.parse::<i64>().ok()?)));
+                    let (t, id) = parsed.ok_or_else(|| format!("not a tag index and a bigint: {v}"))?;
+                    let key = self.tag_key(db, t);
+                    self.ids.entry(key).or_default().insert(id)
                 }
                 Draw::OrderNo(t, _) => {
                     let key = self.tag_key(db, *t);
@@ -833,8 +850,9 @@ fn fuzz_seed(seed: u64, steps: usize, port: u16) {
     let mut ends: std::collections::BTreeMap<String, usize> = Default::default();
     for line in &run.log {
         let (kind, end) = line.split_once(" -> ").unwrap_or((line, ""));
-        let kind = if kind.contains(" draws ") {
-            "draw"
+        let kind = if let Some((_, d)) = kind.split_once(" draws ") {
+            // "session 0 (postgres) draws InTurn(2) [Commit]" -> "draw InTurn"
+            &format!("draw {}", d.split(['(', ' ']).next().unwrap_or(""))
         } else if kind.contains("fault") {
             "fault"
         } else if kind.contains("heal") {
