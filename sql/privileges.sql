@@ -39,6 +39,8 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_rewind(pg_catalog.int8) FR
 REVOKE ALL ON FUNCTION @extschema@.seqgen_config() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_apply(pg_catalog.jsonb, pg_catalog.bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_publish(pg_catalog.name) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_definitions(pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_node() FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
 -- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode,
 -- seqgen_snowflake53_decode, seqgen_snowflake53_at): they read no state and can be used in CHECK constraints.

@@ -38,6 +38,7 @@ extension_sql_file!(
         [generators::tags::seqgen_create, generators::segment::seqgen_next, generators::snowflake::seqgen_snowflake]
 );
 extension_sql_file!("../sql/replication.sql", name = "replication", requires = ["catalog"]);
+extension_sql_file!("../sql/citus.sql", name = "citus", requires = ["catalog", background::health::seqgen_node]);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 #[pg_guard]
@@ -49,6 +50,8 @@ pub extern "C-unwind" fn _PG_init() {
         // preloaded. Shared memory and the worker can only be set up by the postmaster.
         return;
     }
+    // Citus first: with it, node ids come from its metadata (plumbing::node)
+    plumbing::node::detect_citus();
     // Impossible snowflake layouts stop the server at start-up, with the reason.
     if let Err(msg) = generators::snowflake::configured_layout() {
         error!("pg_seqgen: {msg}");

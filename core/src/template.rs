@@ -331,6 +331,11 @@ impl Template {
         self.parts.contains(&Part::Tag)
     }
 
+    /// Does the template render the node id (`{node}`, `{node:N}`)?
+    pub fn has_node(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Node { .. }))
+    }
+
     /// Can this server's node id be rendered by the template?
     pub fn check_node(&self, node: u32) -> Result<(), String> {
         for p in &self.parts {
@@ -870,6 +875,10 @@ mod tests {
         assert_eq!(t.render(s.key, 7, 42, "ord"), "{ord}-042-42-26030405-07");
         assert!(t.check_node(999).is_ok());
         assert!(t.check_node(1000).is_err());
+        assert!(t.has_node());
+        // a template without the node id cannot tell two Citus nodes' numbers apart
+        assert!(!parse("{{node}}-{yyyy}-{seq:4}").unwrap().has_node());
+        assert!(parse("{node}{seq:4}").unwrap().has_node());
     }
 
     #[test]

@@ -162,3 +162,38 @@ fn row(h: &'static shmem::Header, db: u32) -> Row {
         last_error_time: recorded(hl.last_error_ms.load(Ordering::Acquire)),
     }
 }
+
+/// This node's identity in the current database: the node id its IDs carry, where it comes
+/// from (`setting`: `seqgen.node_id`; `citus`: the Citus group id; `not in citus metadata`:
+/// refused until the node joins; `unknown`: not read yet), and on a Citus worker when the
+/// coordinator's tag definitions were last read and last changed something here.
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn seqgen_node() -> TableIterator<
+    'static,
+    (
+        name!(node_id, Option<i32>),
+        name!(source, String),
+        name!(citus_group, Option<i32>),
+        name!(definitions_read, Option<TimestampWithTimeZone>),
+        name!(definitions_changed, Option<TimestampWithTimeZone>),
+    ),
+> {
+    use crate::plumbing::node;
+    let h = crate::plumbing::directory::attach().or_raise();
+    let id = node::id(h).ok().map(|n| n as i32);
+    let g = h.citus_group.load(Ordering::Acquire);
+    let source = match g {
+        g if g >= 0 => "citus",
+        node::NOT_CITUS => "setting",
+        node::NOT_MEMBER => "not in citus metadata",
+        _ => "unknown",
+    };
+    TableIterator::once((
+        id,
+        source.to_string(),
+        (g >= 0).then_some(g as i32),
+        recorded(h.sync_ok_ms.load(Ordering::Acquire)),
+        recorded(h.sync_applied_ms.load(Ordering::Acquire)),
+    ))
+}

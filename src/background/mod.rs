@@ -2,6 +2,7 @@
 //! the utility hook (commands that need a database to themselves), the catalog's triggers, and
 //! the health functions that report on them.
 
+pub mod citus;
 pub mod health;
 pub mod launcher;
 pub mod triggers;

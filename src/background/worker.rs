@@ -40,7 +40,9 @@ use seqgen_core::template::{self, Template, Tz};
 use crate::generators::snowflake::{self, Kind, SnowflakeJob};
 use crate::plumbing::catalog::{self, mode, CatalogState, OrderReserve, Reserve, TemplateRead};
 use crate::plumbing::directory::code;
+use crate::plumbing::error::OrRaise;
 use crate::plumbing::guc;
+use crate::plumbing::node;
 use crate::plumbing::shmem::{self, retire_slot, Header, Ident, Mailbox, TagSlot, WorkerStatus};
 
 /// Start the allocator of database `db` (from the launcher): a dynamic background worker
@@ -272,6 +274,7 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
             return;
         }
     };
+    read_identity(h);
     unsafe { h.worker_latch.store(pg_sys::MyLatch, Ordering::Release) };
     h.health.started_ms.store(shmem::now_ms(), Ordering::Release);
     h.worker_status.store(WorkerStatus::Running as u32, Ordering::Release);
@@ -287,6 +290,7 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
         absent: false,
         templated: Default::default(),
         verify_hand: 0,
+        sync: Default::default(),
     };
     loop {
         unsafe {
@@ -434,6 +438,8 @@ struct Worker {
     templated: std::collections::BTreeSet<usize>,
     /// Where the next once-a-second check of loaded slots against the catalog starts.
     verify_hand: usize,
+    /// On a Citus worker: the copy of the coordinator's tag definitions.
+    sync: crate::background::citus::Sync,
 }
 
 /// Loaded slots checked against the catalog per second (all of them, in turn).
@@ -459,6 +465,14 @@ impl Worker {
     fn cycle(&mut self, h: &'static Header) {
         let now = shmem::now_ms();
         let periodic = now - self.last_periodic_ms >= 1000;
+        if h.identity_want.swap(0, Ordering::AcqRel) != 0 || (periodic && node::citus_preloaded()) {
+            read_identity(h);
+        }
+        if self.sync.due(h, now) {
+            let sync = &mut self.sync;
+            let outcome = in_transaction(std::panic::AssertUnwindSafe(|| sync.run(now).or_raise()));
+            sync.finish(h, outcome.map_err(|e| e.msg));
+        }
         reclaim_mailboxes(h, periodic);
         // the slots to look at: those that asked, and once a second all of them (a request
         // whose claim was lost, a segment past its trigger)
@@ -873,6 +887,20 @@ fn in_subtransaction<R>(f: impl FnOnce(&mut SpiClient<'_>) -> pgrx::spi::Result<
     result
 }
 
+/// Read this node's Citus group (`plumbing::node`) in a transaction of its own and publish it.
+/// A failed read keeps the last one (a group id, once read, stays this node's until Citus
+/// changes it).
+fn read_identity(h: &'static Header) {
+    match in_transaction(|| in_subtransaction(|c| node::read_group(c))) {
+        Ok(Ok(g)) => node::publish_group(h, g),
+        Ok(Err(e)) | Err(e) => {
+            warning!("pg_seqgen allocator: reading the Citus group id failed: {}", e.msg);
+            h.identity_seq.fetch_add(1, Ordering::AcqRel);
+            h.broadcast();
+        }
+    }
+}
+
 fn note_catalog(h: &'static Header, oid: Option<u32>) {
     let oid = oid.unwrap_or(0);
     let before = h.catalog_oid.swap(oid, Ordering::AcqRel);
@@ -964,7 +992,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                 // the caller permutes the range with the key it reads from its slot
                 set_opaque(s, from, &key);
             }
-            m.r_mode.store(mode(opaque.is_some(), node_bits), Ordering::Relaxed);
+            m.r_mode.store(mode(opaque.is_some(), node_bits, node::is_citus_db(h)), Ordering::Relaxed);
             answer(m, *seq, code::OK, range.start, range.len() as i64, "")
         }
         (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Stale)) => {
@@ -1059,7 +1087,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     if let Some((from, key)) = &opaque {
                         set_opaque(s, *from, key);
                     }
-                    seg.period = mode(opaque.is_some(), node_bits);
+                    seg.period = mode(opaque.is_some(), node_bits, node::is_citus_db(h));
                     // Publishing fails only if a segment is already waiting; then this one is
                     // skipped (a gap, never a duplicate).
                     let _ = s.seg.publish(seg);

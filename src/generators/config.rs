@@ -105,6 +105,82 @@ fn at(path: String, e: SeqgenError) -> SeqgenError {
 fn apply(value: &serde_json::Value, drop_missing: bool) -> Result<Vec<(String, String)>> {
     let doc = config::parse(value).map_err(|e| SeqgenError::InvalidArgument(e.to_string()))?;
     let have = current()?;
+    apply_doc(&doc, &have, drop_missing)
+}
+
+/// On a Citus worker (the allocator, `background::citus`): make this node's tags the
+/// coordinator's. `value` is what `seqgen_cluster_definitions` returned there: the
+/// document of every tag and their owners. Every node keeps its own counters: `start_with`
+/// only starts a tag new here, and never moves an existing one. Returns the changes.
+pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Vec<(String, String)>> {
+    let bad = |what: &str| SeqgenError::InvalidArgument(format!("the coordinator's definitions: {what}"));
+    let mut doc = config::parse(value.get("config").ok_or_else(|| bad("no \"config\""))?)
+        .map_err(|e| SeqgenError::InvalidArgument(e.to_string()))?;
+    let have = current()?;
+    for (name, t) in doc.tags.iter_mut() {
+        if have.contains_key(name) {
+            t.start_with = None;
+        }
+    }
+    let mut done = apply_doc(&doc, &have, true)?;
+    let owners = value.get("owners").and_then(|o| o.as_object()).ok_or_else(|| bad("no \"owners\""))?;
+    for (tag, owner) in owners {
+        let Some(owner) = owner.as_str() else { continue };
+        let changed = as_superuser(|| {
+            Spi::connect_mut(|c| {
+                c.update(
+                    "UPDATE seqgen.alloc SET owner = pg_catalog.to_regrole($2) \
+                     WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND pg_catalog.to_regrole($2) IS NOT NULL \
+                       AND owner OPERATOR(pg_catalog.<>) pg_catalog.to_regrole($2) RETURNING true",
+                    None,
+                    &[tag.as_str().into(), owner.into()],
+                )
+                .map(|t| !t.is_empty())
+            })
+        })
+        .map_err(spi_err)?;
+        if changed {
+            done.push((tag.clone(), format!("owner {owner}")));
+        }
+    }
+    Ok(done)
+}
+
+/// What `seqgen_cluster_definitions` hands a Citus worker: the version of the definitions,
+/// and, when it differs from `known`, every tag's document and owner.
+pub(crate) fn cluster_definitions(known: Option<&str>) -> Result<serde_json::Value> {
+    let version: String = as_superuser(|| {
+        Spi::get_one::<String>(
+            "SELECT pg_catalog.format('%s:%s', d.tableoid::pg_catalog.oid, d.version) FROM seqgen.definitions d",
+        )
+    })
+    .map_err(spi_err)?
+    .unwrap_or_default();
+    if known == Some(version.as_str()) {
+        return Ok(serde_json::json!({ "version": version }));
+    }
+    let tags: BTreeMap<String, TagConfig> = current()?.into_iter().map(|(name, c)| (name, c.config)).collect();
+    let owners: BTreeMap<String, String> = as_superuser(|| {
+        Spi::connect(|c| {
+            c.select("SELECT biz_tag, owner::pg_catalog.text FROM seqgen.alloc", None, &[])?
+                .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?.unwrap_or_default())))
+                .collect::<std::result::Result<BTreeMap<_, _>, pgrx::spi::Error>>()
+        })
+    })
+    .map_err(spi_err)?;
+    let doc = Config { version: config::VERSION, tags };
+    Ok(serde_json::json!({ "version": version, "config": doc, "owners": owners }))
+}
+
+/// The definitions of this database's tags for the Citus workers (see
+/// `background::citus`): called by each worker's allocator through Citus, as a superuser.
+/// `known`: the version the worker has; then only the version comes back.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_cluster_definitions(known: Option<&str>) -> JsonB {
+    JsonB(cluster_definitions(known).or_raise())
+}
+
+fn apply_doc(doc: &Config, have: &BTreeMap<String, Current>, drop_missing: bool) -> Result<Vec<(String, String)>> {
     let mut done = vec![];
     for (name, want) in &doc.tags {
         let path = |field: &str| config::tag_path(name, field);

@@ -23,6 +23,7 @@ use crate::plumbing::directory::{self, code, forget, resolve, Resolved};
 use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
 use crate::plumbing::guc::{self, Overflow};
 use crate::plumbing::local::BackendLocal;
+use crate::plumbing::node;
 use crate::plumbing::shmem::{self, TagSlot, WorkerStatus, TPL_MAX_BYTES, TPL_MISSING, TPL_READY, TZ_MAX_BYTES};
 use crate::plumbing::wait::wait_until;
 
@@ -35,6 +36,9 @@ struct Local {
     tag: String,
     /// The tag's key, for `{seq:N:opaque}`.
     key: Option<Key>,
+    /// This node's id when the template was read (a Citus group id is never reused, so one
+    /// read before a change renders no other node's numbers).
+    node: u32,
     span: Option<Span>,
     prepared: Option<Prepared>,
 }
@@ -64,8 +68,26 @@ fn parse_zone(name: &str) -> Result<Tz> {
     template::parse_time_zone(name).map_err(SeqgenError::InvalidArgument)
 }
 
-fn node_id() -> u32 {
+/// `seqgen.node_id` (what `seqgen_render` renders for `{node}`).
+fn setting_node_id() -> u32 {
     guc::NODE_ID.get().max(0) as u32
+}
+
+/// This node's id in this database (on Citus its group id), and whether it comes from Citus.
+fn node_id() -> Result<(u32, bool)> {
+    let h = directory::attach()?;
+    Ok((node::id(h)?, node::is_citus(h)))
+}
+
+/// On Citus every node counts on its own: the template must render the node id, and the id
+/// must fit.
+fn check_node_field(tag: &str, t: &Template) -> Result<u32> {
+    let (node, citus) = node_id()?;
+    if citus && !t.has_node() {
+        return Err(SeqgenError::CitusNeedsNodeField(tag.to_string()));
+    }
+    t.check_node(node).map_err(SeqgenError::InvalidArgument)?;
+    Ok(node)
 }
 
 /// Attach a template to a tag (transactional). Counters are kept per period unit when a
@@ -87,7 +109,7 @@ pub(crate) fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: boo
     check_tag(tag)?;
     let t = parse_template(text)?;
     let tz = parse_zone(zone)?;
-    t.check_node(node_id()).map_err(SeqgenError::InvalidArgument)?;
+    check_node_field(tag, &t)?;
     if let (Some(unit), false) = (t.repeats_every(), allow_repeats) {
         return Err(SeqgenError::InvalidArgument(format!(
             "template \"{text}\" cannot tell its periods apart: its numbers repeat every {} \
@@ -150,7 +172,7 @@ fn set_template_locked(tag: &str, text: &str, t: &Template, zone: &str, tz: Tz) 
         .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<i64>(2)?)))
         .collect::<std::result::Result<Vec<_>, pgrx::spi::Error>>()
     }))?;
-    let node = node_id();
+    let (node, _) = node_id()?;
     let now = shmem::now_ms();
     let mut floor: Option<i64> = None;
     for (old_text, last_key) in history.iter().filter(|(o, _)| o != text) {
@@ -299,6 +321,7 @@ fn load_local(tag: &str, r: Resolved) -> Result<Option<Local>> {
         return Err(SeqgenError::NoTemplate(tag.to_string()));
     }
     let template = parse_template(&text)?;
+    let node = check_node_field(tag, &template)?;
     let key = r.slot.key();
     if template.is_opaque() && key.is_none() {
         return Err(SeqgenError::Internal(format!("the opaque template of tag \"{tag}\" has no key")));
@@ -310,6 +333,7 @@ fn load_local(tag: &str, r: Resolved) -> Result<Option<Local>> {
         tz: parse_zone(&zone)?,
         tag: tag.to_string(),
         key,
+        node,
         span: None,
         prepared: None,
     }))
@@ -372,7 +396,7 @@ fn clock_key(loc: &mut Local) -> i64 {
 #[inline]
 fn render(loc: &mut Local, period: i64, value: i64, out: &mut String) {
     if loc.prepared.as_ref().map(|p| p.key) != Some(period) {
-        loc.prepared = Some(loc.template.prepare(period, node_id(), &loc.tag, loc.key));
+        loc.prepared = Some(loc.template.prepare(period, loc.node, &loc.tag, loc.key));
     }
     let p = loc.prepared.as_ref().expect("prepared above");
     out.clear();
@@ -470,9 +494,9 @@ fn render_preview(text: &str, seq: i64, at: TimestampWithTimeZone, zone: &str, t
             t.seq_width()
         )));
     }
-    t.check_node(node_id()).map_err(SeqgenError::InvalidArgument)?;
+    t.check_node(setting_node_id()).map_err(SeqgenError::InvalidArgument)?;
     let span = t.locate(tz, to_unix_ms(at)?);
-    Ok(t.render(span.key, seq as u64, node_id(), tag.unwrap_or("")))
+    Ok(t.render(span.key, seq as u64, setting_node_id(), tag.unwrap_or("")))
 }
 
 /// Preview: the number `seq` of the period containing `at`. `{node}` renders this server's

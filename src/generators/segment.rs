@@ -5,10 +5,11 @@ use std::sync::atomic::Ordering;
 use pgrx::prelude::*;
 use seqgen_core::segment::{Claim, Draw, Hint};
 
-use crate::plumbing::catalog::MODE_OPAQUE;
+use crate::plumbing::catalog::{MODE_NO_NODE, MODE_OPAQUE};
 use crate::plumbing::directory::{self, forget, resolve, Resolved};
 use crate::plumbing::error::{OrRaise, Result, SeqgenError};
 use crate::plumbing::guc;
+use crate::plumbing::node;
 use crate::plumbing::shmem::{self, Header, WorkerStatus};
 use crate::plumbing::wait::wait_for;
 use seqgen_core::adaptive::interleave;
@@ -73,7 +74,7 @@ fn next_from(tag: &str, mut r: Resolved, mut hint: Hint, mut first: Option<Draw>
                 } else {
                     // read the key (or node bits) before re-checking the generation: a slot
                     // retired and reassigned meanwhile has another key
-                    let p = Presenter::capture(&r, mode);
+                    let p = Presenter::capture(tag, &r, mode);
                     if r.slot.gen().load(Ordering::Acquire) == r.gen {
                         return Ok(p?.present(value));
                     }
@@ -170,25 +171,35 @@ fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
 pub struct Presenter {
     mode: i64,
     key: Option<(i64, seqgen_core::opaque::Key)>,
+    /// This node's id (for node-interleaved tags), read when the range was claimed.
+    node: u32,
 }
 
 impl Presenter {
     /// Values that are IDs already.
-    const PLAIN: Presenter = Presenter { mode: 0, key: None };
+    const PLAIN: Presenter = Presenter { mode: 0, key: None, node: 0 };
 
     /// Capture the presentation of `mode` for the slot of `r` (whose generation the caller
     /// checks after this).
-    fn capture(r: &Resolved, mode: i64) -> Result<Presenter> {
+    fn capture(tag: &str, r: &Resolved, mode: i64) -> Result<Presenter> {
+        if mode & MODE_NO_NODE != 0 {
+            // a tag without node bits in a Citus database: its values would meet other nodes'
+            return Err(SeqgenError::CitusNeedsNodeBits(tag.to_string()));
+        }
         if mode & MODE_OPAQUE != 0 {
             let key = r.slot.key().ok_or_else(|| SeqgenError::Internal("opaque segment without its key".into()))?;
-            return Ok(Presenter { mode, key: Some((r.slot.opaque_from.load(Ordering::Acquire), key)) });
+            return Ok(Presenter { mode, key: Some((r.slot.opaque_from.load(Ordering::Acquire), key)), node: 0 });
         }
         let bits = ((mode >> 8) & 0xff) as u32;
-        let node = guc::NODE_ID.get().max(0) as u32;
+        let h = match shmem::header() {
+            Some(h) => h,
+            None => directory::attach()?,
+        };
+        let node = node::id(h)?;
         if node as u64 >= 1u64 << bits {
             return Err(SeqgenError::NodeDoesNotFit { node, bits });
         }
-        Ok(Presenter { mode, key: None })
+        Ok(Presenter { mode, key: None, node })
     }
 
     #[inline]
@@ -196,7 +207,7 @@ impl Presenter {
         match self.key {
             Some((from, key)) => crate::generators::opaque::permute_with(from, &key, v),
             None if self.mode == 0 => v,
-            None => interleave(v, ((self.mode >> 8) & 0xff) as u32, guc::NODE_ID.get().max(0) as u32),
+            None => interleave(v, ((self.mode >> 8) & 0xff) as u32, self.node),
         }
     }
 }
@@ -216,7 +227,7 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
     while tries < 3 && left > 0 {
         match r.slot.seg.claim_range(left) {
             Claim::Range { start, len, period: mode } => {
-                let p = Presenter::capture(&r, mode);
+                let p = Presenter::capture(tag, &r, mode);
                 if r.slot.gen().load(Ordering::Acquire) != r.gen {
                     forget(tag);
                     r = resolve(tag)?;
@@ -263,7 +274,7 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
         };
         match reserved {
             Some((start, len, mode)) => {
-                let p = Presenter::capture(&r, mode);
+                let p = Presenter::capture(tag, &r, mode);
                 // the worker reserved from the row this slot serves and stored its key in the
                 // slot; a retirement since then would make the key unreliable
                 if r.slot.gen().load(Ordering::Acquire) != r.gen {

@@ -16,6 +16,7 @@ use seqgen_core::snowflake::{Clock, Events, Layout, NextError, Policy};
 use crate::plumbing::directory;
 use crate::plumbing::error::{OrRaise, Result, SeqgenError};
 use crate::plumbing::guc;
+use crate::plumbing::node;
 use crate::plumbing::shmem::{self, AreaClock, ClockShared, Header, WorkerStatus};
 use crate::plumbing::wait::wait_for;
 
@@ -106,7 +107,7 @@ pub fn layout53() -> &'static Layout {
     static LAYOUT: OnceLock<Layout> = OnceLock::new();
     LAYOUT.get_or_init(|| {
         let epoch = seqgen_core::snowflake::parse_epoch(&guc::snowflake_epoch()).unwrap_or(0);
-        let node = guc::NODE_ID.get() as i64;
+        let node = layout_node();
         seqgen_core::snowflake::js_safe_layout(epoch, if node < 16 { node } else { 0 }).expect("a valid 53-bit layout")
     })
 }
@@ -119,9 +120,42 @@ pub fn configured_layout() -> std::result::Result<Layout, String> {
         guc::SNOWFLAKE_NODE_BITS.get() as i64,
         guc::SNOWFLAKE_SEQUENCE_BITS.get() as i64,
         epoch,
-        guc::NODE_ID.get() as i64,
+        layout_node(),
     )
     .map_err(|e| e.to_string())
+}
+
+/// The node id built into the layouts: `seqgen.node_id`, or 0 when Citus is preloaded (each
+/// ID then gets the node id of its database at the draw: `plumbing::node`).
+fn layout_node() -> i64 {
+    if node::citus_preloaded() {
+        0
+    } else {
+        guc::NODE_ID.get() as i64
+    }
+}
+
+/// The node id a status row shows: the one this database's IDs carry (on Citus the group id;
+/// -1 while it is not known).
+pub fn status_node(layout: &Layout) -> i32 {
+    if !node::citus_preloaded() {
+        return layout.node_id as i32;
+    }
+    directory::attach().and_then(node::id).map_or(-1, |n| n as i32)
+}
+
+/// On Citus: put this node's group id into an ID composed with node 0.
+#[cold]
+#[inline(never)]
+fn with_citus_node(h: &Header, kind: Kind, layout: &Layout, id: i64) -> Result<i64> {
+    let n = node::id(h)?;
+    if n as u64 >= 1u64 << layout.node_bits {
+        return Err(match kind {
+            Kind::Snowflake53 => SeqgenError::Snowflake53Node(n),
+            _ => SeqgenError::NodeDoesNotFit { node: n, bits: layout.node_bits },
+        });
+    }
+    Ok(id | (n as i64) << layout.seq_bits)
 }
 
 fn policy() -> Policy {
@@ -164,7 +198,7 @@ fn seqgen_snowflake() -> i64 {
 pub fn next(kind: Kind) -> Result<i64> {
     let sf = kind.shared()?;
     let layout = kind.layout();
-    if kind == Kind::Snowflake53 && guc::NODE_ID.get() >= 16 {
+    if kind == Kind::Snowflake53 && !node::citus_preloaded() && guc::NODE_ID.get() >= 16 {
         return Err(SeqgenError::Snowflake53Node(guc::NODE_ID.get() as u32));
     }
     loop {
@@ -181,6 +215,9 @@ pub fn next(kind: Kind) -> Result<i64> {
                 }
                 if ev != Events::default() || sf.episodes.load(Ordering::Relaxed) != 0 {
                     note_events(kind, sf, ev, layout);
+                }
+                if kind != Kind::Uuid && node::citus_preloaded() {
+                    return with_citus_node(h, kind, layout, id);
                 }
                 return Ok(id);
             }
@@ -667,5 +704,5 @@ fn seqgen_snowflake_status() -> TableIterator<
     ),
 > {
     let (a, b, c, d, e, f, g, i) = status_row(Kind::Snowflake);
-    TableIterator::once((layout().node_id as i32, a, b, c, d, e, f, g, i))
+    TableIterator::once((status_node(layout()), a, b, c, d, e, f, g, i))
 }

@@ -52,7 +52,7 @@ fn seqgen_snowflake53_status() -> TableIterator<
     ),
 > {
     let (a, b, c, d, e, f, g, i) = snowflake::status_row(Kind::Snowflake53);
-    let node = crate::plumbing::guc::NODE_ID.get();
+    let node = snowflake::status_node(Kind::Snowflake53.layout());
     TableIterator::once((node, a, b, c, d, e, f, g, i))
 }
 

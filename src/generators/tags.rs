@@ -16,7 +16,7 @@ use crate::plumbing::acl::require_owner;
 use crate::plumbing::catalog::first_row;
 use crate::plumbing::directory::{self, admin_checks};
 use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
-use crate::plumbing::guc;
+use crate::plumbing::node;
 use crate::plumbing::pending::{at_commit, Action};
 use crate::plumbing::session::{as_superuser, bounded_lock_wait, with_settings};
 use crate::plumbing::shmem;
@@ -73,14 +73,17 @@ pub(crate) fn create(
     }
     admin_checks()?;
     let owner = i64::from(unsafe { pg_sys::GetUserId() }.to_u32());
+    // on Citus every node draws from its own copy of the tag, its values interleaved by its
+    // group id (plumbing::node)
+    let node_bits = if node::is_citus(crate::plumbing::directory::attach()?) { node::CITUS_NODE_BITS } else { 0 };
     // the catalog bounds the number of tags, not shared memory (a cache of the tags in use)
     let inserted = bounded_lock_wait(|| {
         as_superuser(|| {
             returns_row(
-                "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner) \
-             VALUES ($1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole) \
+                "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner, node_bits) \
+             VALUES ($1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole, $6) \
              ON CONFLICT (biz_tag) DO NOTHING RETURNING true",
-                &[tag.into(), (start_with - 1).into(), step.into(), description.into(), owner.into()],
+                &[tag.into(), (start_with - 1).into(), step.into(), description.into(), owner.into(), node_bits.into()],
             )
         })
     })?;
@@ -132,7 +135,7 @@ pub(crate) fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
             "node_bits must be between 1 and {MAX_NODE_BITS}, got {bits}"
         )));
     }
-    let node = guc::NODE_ID.get().max(0) as u32;
+    let node = node::id(crate::plumbing::directory::attach()?)?;
     if node as u64 >= 1u64 << bits {
         return Err(SeqgenError::NodeDoesNotFit { node, bits: bits as u32 });
     }

@@ -85,17 +85,21 @@ struct Row {
 
 /// Read with the extension's privileges, waiting for a lock on the catalog no longer than a
 /// draw may wait (55P03 then).
+///
+/// On a Citus worker the row is read with a snapshot of its own (READ COMMITTED): the
+/// allocator may have just copied the tag from the coordinator, after the calling statement
+/// began.
 fn read(tag: &str) -> Result<Option<Row>> {
+    let fresh = crate::plumbing::shmem::header().is_some_and(crate::plumbing::node::is_citus_worker);
     crate::plumbing::session::bounded_lock_wait(|| {
         as_superuser(|| {
-            Spi::connect(|c| {
-                let t = c.select(
-                    "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
+            Spi::connect_mut(|c| {
+                const SQL: &str = "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
                  drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc \
-                 WHERE biz_tag OPERATOR(pg_catalog.=) $1",
-                    Some(1),
-                    &[tag.into()],
-                )?;
+                 WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+                // `update` runs the query read-write: SPI takes a new snapshot for it
+                let t =
+                    if fresh { c.update(SQL, Some(1), &[tag.into()])? } else { c.select(SQL, Some(1), &[tag.into()])? };
                 if t.is_empty() {
                     return Ok(None);
                 }

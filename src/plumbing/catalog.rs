@@ -358,9 +358,14 @@ pub fn first_row<R>(
 /// IDs, as decided when they were reserved: bit 0 set for an opaque tag (a keyed
 /// permutation), bits 8 to 15 the node bits of a node-interleaved tag.
 pub const MODE_OPAQUE: i64 = 1;
+/// The segment belongs to a tag without node bits in a Citus database: refused when drawn
+/// (see `plumbing::node`).
+pub const MODE_NO_NODE: i64 = 2;
 
-pub fn mode(opaque: bool, node_bits: u32) -> i64 {
-    opaque as i64 | (node_bits as i64) << 8
+/// `citus`: the database is a Citus node (plain and opaque tags are refused there).
+pub fn mode(opaque: bool, node_bits: u32, citus: bool) -> i64 {
+    let no_node = if citus && node_bits == 0 { MODE_NO_NODE } else { 0 };
+    opaque as i64 | (node_bits as i64) << 8 | no_node
 }
 
 /// The library's version: the catalog must be at the same version.

@@ -322,7 +322,7 @@ pub fn ready_header() -> Result<&'static Header> {
 /// Checks shared by the functions that change the catalog: preloaded, primary, and an area
 /// for this database (so its allocator runs).
 pub fn admin_checks() -> Result<()> {
-    attach().map(|_| ())
+    crate::plumbing::node::refuse_definitions_on_worker(attach()?)
 }
 
 /// The area serving this database. Claimed here, and its worker asked of the launcher, when
@@ -406,9 +406,16 @@ pub fn slot_failure(h: &Header, code: u32, tag: &str) -> SeqgenError {
 
 /// Ask the worker to load `tag` into a slot.
 fn load(h: &'static Header, tag: &str) -> Result<Resolved> {
-    let reply = call_worker_retrying(h, tag, |mb| {
-        mb.kind.store(shmem::REQ_LOAD, Ordering::Relaxed);
-    })?;
+    let ask = || {
+        call_worker_retrying(h, tag, |mb| {
+            mb.kind.store(shmem::REQ_LOAD, Ordering::Relaxed);
+        })
+    };
+    let mut reply = ask()?;
+    if reply.code == code::UNKNOWN_TAG && crate::plumbing::node::sync_now(h) {
+        // a Citus worker that had not read the coordinator's definitions since the tag was made
+        reply = ask()?;
+    }
     match reply.code {
         code::OK => {
             let slot = &shmem::slots(h)[reply.start as usize];

@@ -55,10 +55,20 @@ pub enum SeqgenError {
     ClocksNotOpen(&'static str),
     #[error("the clock is before seqgen.snowflake_epoch")]
     BeforeEpoch,
-    #[error("seqgen.node_id {node} does not fit in the tag's {bits} node bits")]
+    #[error(
+        "node id {node} (seqgen.node_id, or on Citus the node's group id) does not fit in the tag's {bits} node bits"
+    )]
     NodeDoesNotFit { node: u32, bits: u32 },
     #[error("seqgen.node_id {0} does not fit in the 4 node bits of seqgen_snowflake53() (0 to 15)")]
     Snowflake53Node(u32),
+    #[error("this node is not in its Citus cluster's metadata (pg_dist_node does not list its group), so it has no node id to number with")]
+    NotInCluster,
+    #[error("{0} is not known yet")]
+    NotReady(String),
+    #[error("tag \"{0}\" has no node bits, so on Citus its values from different nodes would meet")]
+    CitusNeedsNodeBits(String),
+    #[error("tag \"{0}\": on Citus every node numbers on its own, so an order-number template must render the node id ({{node}} or {{node:N}})")]
+    CitusNeedsNodeField(String),
     #[error("tag \"{0}\" is not opaque")]
     NotOpaque(String),
     #[error("tag \"{0}\" has no template")]
@@ -98,6 +108,10 @@ impl SeqgenError {
             | NotOpaque(_)
             | NodeDoesNotFit { .. }
             | Snowflake53Node(_)
+            | NotInCluster
+            | NotReady(_)
+            | CitusNeedsNodeBits(_)
+            | CitusNeedsNodeField(_)
             | NeedsUpdate(_)
             | CatalogReplicatedIn { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             WorkerFailed { state, .. } if *state != 0 => PgSqlErrorCode::from(*state),
@@ -137,6 +151,10 @@ impl SeqgenError {
             CatalogReplicatedIn { subscription, .. } => format!("Draw on the publisher until the switchover; then ALTER SUBSCRIPTION \"{subscription}\" DISABLE (or DROP SUBSCRIPTION) here, and this side draws on above everything the publisher reserved. Drawing on both sides would repeat values."),
             TagPermission(t) => format!("The tag's owner can allow it: SELECT seqgen_grant('{t}', '<role>');"),
             NotTagOwner(_) => "Only the tag's owner (the role that created it, or a member of that role) and superusers may change it.".into(),
+            NotInCluster => "On the coordinator: SELECT citus_set_coordinator_host('<host>', <port>) (for the coordinator itself) or SELECT citus_add_node('<host>', <port>) for this node. The node draws within a second of joining.".into(),
+            NotReady(_) => "Check the server log for the \"pg_seqgen allocator\" of this database; raise seqgen.allocation_timeout if the server is overloaded.".into(),
+            CitusNeedsNodeBits(t) => format!("Tags created in a Citus database get node bits themselves; for a tag created before Citus: SELECT seqgen_set_node_bits('{t}', 8);"),
+            CitusNeedsNodeField(t) => format!("For example: SELECT seqgen_set_template('{t}', 'SN{{yyyy}}{{MM}}{{dd}}{{node:3}}{{seq:6}}');"),
             TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),
             ClockBehind { what, .. } => format!("{what} IDs resume when the server clock catches up; check NTP."),
             TimeExhausted("UUIDv7") => "The UUIDv7 generator's 42 bits of milliseconds end in 2109.".into(),

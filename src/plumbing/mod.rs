@@ -9,6 +9,7 @@ pub mod directory;
 pub mod error;
 pub mod guc;
 pub mod local;
+pub mod node;
 pub mod pending;
 pub mod replication;
 pub mod session;

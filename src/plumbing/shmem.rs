@@ -116,6 +116,13 @@ pub fn take_reports(s: &Server) -> Vec<(u32, bool)> {
     out
 }
 
+/// `Header::citus_group`: the database has no `citus` extension (or Citus is not preloaded).
+pub const CITUS_NONE: i64 = -1;
+/// `Header::citus_group`: not read since the area was claimed.
+pub const CITUS_UNKNOWN: i64 = -2;
+/// `Header::citus_group`: Citus is installed, but `pg_dist_node` does not list this node.
+pub const CITUS_NOT_MEMBER: i64 = -3;
+
 /// One database's allocator: its worker, mailboxes and tags.
 #[repr(C)]
 pub struct Header {
@@ -154,6 +161,19 @@ pub struct Header {
     /// Bumped whenever a commit changes who may draw from a tag of this database (owner,
     /// grants): every backend checks its cached answer again.
     pub acl_epoch: AtomicU64,
+    /// This node's Citus group id (`plumbing::node`), or one of the negative states
+    /// [`CITUS_NONE`], [`CITUS_UNKNOWN`], [`CITUS_NOT_MEMBER`]. Written by the allocator.
+    pub citus_group: AtomicI64,
+    /// A caller wants the group read now; bumped by the allocator after every read.
+    pub identity_want: AtomicU32,
+    pub identity_seq: AtomicU64,
+    /// On a Citus worker: a caller wants the tag definitions read from the coordinator now
+    /// (it did not find a tag); bumped by the allocator after every try; the time of the
+    /// last read that succeeded, and of the last change it applied.
+    pub sync_want: AtomicU32,
+    pub sync_seq: AtomicU64,
+    pub sync_ok_ms: AtomicI64,
+    pub sync_applied_ms: AtomicI64,
     pub dir_lock: AtomicPtr<pg_sys::LWLock>,
     cv: UnsafeCell<pg_sys::ConditionVariable>,
     /// Bumped by every request so the worker knows there is work without scanning.
@@ -714,6 +734,9 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         let h = areas(s).find(|h| h.db.load(Ordering::Acquire) == 0).ok_or(NoFreeArea)?;
         h.hold.store(hold, Ordering::Release);
         h.catalog_oid.store(0, Ordering::Release);
+        h.citus_group.store(CITUS_UNKNOWN, Ordering::Release);
+        h.sync_ok_ms.store(0, Ordering::Release);
+        h.sync_applied_ms.store(0, Ordering::Release);
         h.worker_status.store(WorkerStatus::NotStarted as u32, Ordering::Release);
         h.snowflake.reset();
         h.uuid.reset();

@@ -1,0 +1,210 @@
+//! This node's identity: `seqgen.node_id`, or on Citus the node's group id.
+//!
+//! When Citus is preloaded, a database with the `citus` extension takes its node id from
+//! Citus's own metadata: `pg_dist_local_group.groupid` (0 on the coordinator, a number from
+//! `pg_dist_groupid_seq` for every worker, never reused: a node removed and added again gets
+//! a new one; a promoted clone keeps its primary's, and with it the primary's replicated
+//! reservations). The database's allocator reads it once a second, and at once when a caller
+//! asks, and publishes it in the area ([`Header::citus_group`]); draws read one word.
+//!
+//! A node that Citus does not list in `pg_dist_node` (a fresh server before `citus_add_node`
+//! reaches it, a coordinator before `citus_set_coordinator_host`) has group 0 like the
+//! coordinator; it is refused (55000) rather than served, so it never issues the
+//! coordinator's values. Until the allocator has read the group once since the area was
+//! claimed, callers wait for it (bounded by the call's deadline).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::plumbing::error::{Result, SeqgenError};
+use crate::plumbing::guc;
+use crate::plumbing::shmem::Header;
+use crate::plumbing::wait::wait_for;
+
+pub use crate::plumbing::shmem::{CITUS_NONE as NOT_CITUS, CITUS_NOT_MEMBER as NOT_MEMBER, CITUS_UNKNOWN as UNKNOWN};
+
+/// Node bits a tag gets when it is created in a Citus database (256 groups: the coordinator
+/// and 255 workers added over the cluster's life).
+pub const CITUS_NODE_BITS: i32 = 8;
+
+/// Citus is in `shared_preload_libraries` (set by the postmaster, inherited by every process).
+static CITUS: AtomicBool = AtomicBool::new(false);
+
+/// Called from `_PG_init` while the postmaster preloads libraries.
+pub fn detect_citus() {
+    let libs = unsafe { pg_sys_option(c"shared_preload_libraries") };
+    let on = libs.split(',').any(|l| {
+        let l = l.trim().trim_matches('"');
+        l == "citus" || l.ends_with("/citus")
+    });
+    CITUS.store(on, Ordering::Relaxed);
+}
+
+unsafe fn pg_sys_option(name: &std::ffi::CStr) -> String {
+    let v = unsafe { pgrx::pg_sys::GetConfigOption(name.as_ptr(), true, false) };
+    if v.is_null() {
+        return String::new();
+    }
+    unsafe { std::ffi::CStr::from_ptr(v) }.to_string_lossy().into_owned()
+}
+
+/// Set in the allocator while it applies the coordinator's tag definitions (the one writer
+/// of tags on a Citus worker).
+static APPLYING: AtomicBool = AtomicBool::new(false);
+
+/// Run `f` as the application of the coordinator's definitions.
+pub fn applying<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            APPLYING.store(false, Ordering::Relaxed);
+        }
+    }
+    APPLYING.store(true, Ordering::Relaxed);
+    let _reset = Reset;
+    f()
+}
+
+/// Is the database of `h` a Citus worker (a member with a group other than the
+/// coordinator's)?
+pub fn is_citus_worker(h: &Header) -> bool {
+    citus_preloaded() && h.citus_group.load(Ordering::Acquire) > 0
+}
+
+/// Tags are defined on the coordinator: on a worker they are the coordinator's copy.
+pub fn refuse_definitions_on_worker(h: &Header) -> Result<()> {
+    if is_citus_worker(h) && !APPLYING.load(Ordering::Relaxed) {
+        return Err(SeqgenError::Unsupported(
+            "this is a Citus worker: tags are defined and changed on the coordinator, and every node draws from its copy"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// On a Citus worker, a tag not found here may have been created on the coordinator since
+/// the last read of its definitions: ask the allocator to read them now and wait for that
+/// (bounded by the call's deadline). `true` when a read was made (look again).
+#[cold]
+pub fn sync_now(h: &Header) -> bool {
+    if !is_citus_worker(h) {
+        return false;
+    }
+    let seq = h.sync_seq.load(Ordering::Acquire);
+    h.sync_want.store(1, Ordering::Release);
+    h.ring();
+    wait_for(h, || (h.sync_seq.load(Ordering::Acquire) != seq).then_some(())).is_some()
+}
+
+/// Is Citus preloaded on this server?
+#[inline]
+pub fn citus_preloaded() -> bool {
+    CITUS.load(Ordering::Relaxed)
+}
+
+/// This node's id in the database of `h`.
+#[inline]
+pub fn id(h: &Header) -> Result<u32> {
+    let g = h.citus_group.load(Ordering::Acquire);
+    if g >= 0 {
+        return Ok(g as u32);
+    }
+    if g == NOT_CITUS {
+        return Ok(guc::NODE_ID.get().max(0) as u32);
+    }
+    slow_id(h)
+}
+
+/// Is the database of `h` a Citus database (the `citus` extension is installed and preloaded;
+/// the node may not have joined yet)? Waits for the allocator's first read; if that does not
+/// come, the answer is yes (the stricter rules).
+pub fn is_citus(h: &Header) -> bool {
+    if !citus_preloaded() {
+        return false;
+    }
+    if h.citus_group.load(Ordering::Acquire) == UNKNOWN {
+        let _ = slow_id(h);
+    }
+    h.citus_group.load(Ordering::Acquire) != NOT_CITUS
+}
+
+/// For the allocator: is the database a Citus node, or not known yet to be none (then its
+/// tags are treated as on Citus)?
+pub fn is_citus_db(h: &Header) -> bool {
+    h.citus_group.load(Ordering::Acquire) != NOT_CITUS
+}
+
+/// Ask the allocator to read the group again and wait for its answer.
+#[cold]
+#[inline(never)]
+fn slow_id(h: &Header) -> Result<u32> {
+    if !citus_preloaded() {
+        // before the allocator's first look (it then publishes NOT_CITUS)
+        return Ok(guc::NODE_ID.get().max(0) as u32);
+    }
+    let seq = h.identity_seq.load(Ordering::Acquire);
+    h.identity_want.store(1, Ordering::Release);
+    h.ring();
+    let answer = wait_for(h, || {
+        let g = h.citus_group.load(Ordering::Acquire);
+        if g >= 0 || g == NOT_CITUS || h.identity_seq.load(Ordering::Acquire) != seq {
+            Some(g)
+        } else {
+            None
+        }
+    });
+    match answer {
+        Some(g) if g >= 0 => Ok(g as u32),
+        Some(NOT_CITUS) => Ok(guc::NODE_ID.get().max(0) as u32),
+        Some(_) => Err(SeqgenError::NotInCluster),
+        None => Err(SeqgenError::NotReady("this node's Citus group id (the allocator has not read it yet)".into())),
+    }
+}
+
+/// The allocator's read of this node's Citus group, in the state `Header::citus_group` holds.
+pub fn read_group(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<i64> {
+    if !citus_preloaded() {
+        return Ok(NOT_CITUS);
+    }
+    let installed =
+        c.select("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus'", Some(1), &[])?;
+    if installed.is_empty() {
+        return Ok(NOT_CITUS);
+    }
+    // pg_dist_node lists the coordinator (group 0) and every worker; a node it does not list
+    // has not joined (its group is still the coordinator's 0) or was removed
+    let row = c.select(
+        "SELECT l.groupid::pg_catalog.int8, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node n \
+                                                   WHERE n.groupid OPERATOR(pg_catalog.=) l.groupid) \
+         FROM pg_catalog.pg_dist_local_group l",
+        Some(1),
+        &[],
+    )?;
+    if row.is_empty() {
+        return Ok(NOT_MEMBER);
+    }
+    let row = row.first();
+    Ok(match (row.get::<i64>(1)?, row.get::<bool>(2)?) {
+        (Some(g), Some(true)) if g >= 0 => g,
+        _ => NOT_MEMBER,
+    })
+}
+
+/// Publish a read of the group (the allocator), logging changes.
+pub fn publish_group(h: &Header, g: i64) {
+    let before = h.citus_group.swap(g, Ordering::AcqRel);
+    if before != g && g > 0 {
+        // joined (or moved) as a worker: read the coordinator's tags at once
+        h.sync_want.store(1, Ordering::Release);
+    }
+    h.identity_seq.fetch_add(1, Ordering::AcqRel);
+    if before != g && g != NOT_CITUS {
+        if g >= 0 {
+            pgrx::log!("pg_seqgen: this node's Citus group id is {g}; it is the node id of this database's IDs");
+        } else {
+            pgrx::warning!(
+                "pg_seqgen: this node is not in its Citus cluster's metadata; IDs that carry a node id are refused until it is"
+            );
+        }
+    }
+    h.broadcast();
+}
