@@ -1,0 +1,466 @@
+//! pg_seqgen on a real Citus cluster (issue 18): a coordinator and two workers on this
+//! machine, each its own cluster on its own port over loopback, Citus 13.2 on PostgreSQL 15
+//! (built once and cached by scripts/citus.sh, which sets SEQGEN_CITUS=1).
+//!
+//! Tables are distributed by another column than the ID, so a primary key would check the ID
+//! only within a shard: repeats are counted through the coordinator with
+//! `GROUP BY id HAVING count(*) > 1` over the whole table.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use postgres::{Client, NoTls};
+use seqgen_integration::*;
+
+/// Citus runs only where scripts/citus.sh installed it (PostgreSQL 15); elsewhere these tests
+/// say so and pass.
+fn citus_here() -> bool {
+    if std::env::var("SEQGEN_CITUS").is_err() {
+        eprintln!("SEQGEN_CITUS is not set: the Citus tests run on PostgreSQL 15 after scripts/citus.sh");
+        return false;
+    }
+    let lib = format!("{}/citus.so", pg().pkglibdir);
+    assert!(std::path::Path::new(&lib).exists(), "SEQGEN_CITUS is set but {lib} is missing");
+    true
+}
+
+fn node(name: &str, port: u16) -> Cluster {
+    let c = Cluster::init(
+        name,
+        port,
+        &[
+            "shared_preload_libraries = 'citus,pg_seqgen'",
+            "listen_addresses = '127.0.0.1'",
+            "max_connections = 100",
+            "max_prepared_transactions = 100",
+            "max_worker_processes = 24",
+            "citus.max_cached_conns_per_worker = 4",
+            "fsync = off",
+        ],
+    );
+    c.start();
+    c.sql("CREATE EXTENSION citus");
+    c
+}
+
+/// TCP client of a node (what Citus's own connections look like).
+fn tcp(port: u16) -> Client {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match Client::connect(&format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"), NoTls) {
+            Ok(c) => return c,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("connect to port {port}: {e}"),
+        }
+    }
+}
+
+struct Citus {
+    coord: Cluster,
+    workers: Vec<Cluster>,
+}
+
+impl Citus {
+    /// A coordinator and two workers; pg_seqgen created on the coordinator; tags defined on
+    /// every node; tables keyed by each generator, distributed by `k`.
+    fn start(base: u16) -> Citus {
+        let coord = node("citus_coord", base);
+        let workers = vec![node("citus_w1", base + 1), node("citus_w2", base + 2)];
+        coord.sql(&format!("SELECT citus_set_coordinator_host('127.0.0.1', {base})"));
+        for w in &workers {
+            coord.sql(&format!("SELECT citus_add_node('127.0.0.1', {})", w.port));
+        }
+        coord.sql("CREATE EXTENSION pg_seqgen");
+        for w in &workers {
+            // Citus propagates CREATE EXTENSION to every worker
+            assert_eq!(
+                w.one_i64("SELECT count(*) FROM pg_extension WHERE extname = 'pg_seqgen'"),
+                1,
+                "pg_seqgen did not reach worker {}",
+                w.name
+            );
+        }
+        // tags are defined once, on the coordinator
+        coord.sql(
+            "SELECT seqgen_create('order', 100); \
+             SELECT seqgen_create('inv', 100); \
+             SELECT seqgen_set_template('inv', 'INV{yyyy}{MM}{dd}-{node:3}-{seq:7}'); \
+             CREATE TABLE t_next (id bigint DEFAULT seqgen_next('order'), k int NOT NULL); \
+             CREATE TABLE t_sf (id bigint DEFAULT seqgen_snowflake(), k int NOT NULL); \
+             CREATE TABLE t_uuid (id uuid DEFAULT seqgen_uuidv7(), k int NOT NULL); \
+             CREATE TABLE t_ord (id text DEFAULT seqgen_order_no('inv'), k int NOT NULL); \
+             SELECT create_distributed_table('t_next', 'k'); \
+             SELECT create_distributed_table('t_sf', 'k'); \
+             SELECT create_distributed_table('t_uuid', 'k'); \
+             SELECT create_distributed_table('t_ord', 'k'); \
+             CREATE TABLE r_next (id bigint DEFAULT seqgen_next('order'), k int NOT NULL); \
+             SELECT create_reference_table('r_next');",
+        );
+        Citus { coord, workers }
+    }
+
+    fn ports(&self) -> Vec<u16> {
+        std::iter::once(self.coord.port).chain(self.workers.iter().map(|w| w.port)).collect()
+    }
+
+    /// Values that occur more than once in `table`, counted through the coordinator.
+    fn repeats(&self, table: &str) -> i64 {
+        self.coord.one_i64(&format!("SELECT count(*) FROM (SELECT id FROM {table} GROUP BY id HAVING count(*) > 1) d"))
+    }
+
+    fn assert_no_repeats(&self) -> i64 {
+        let mut rows = 0;
+        for t in ["t_next", "t_sf", "t_uuid", "t_ord", "r_next"] {
+            let n = self.coord.one_i64(&format!("SELECT count(*) FROM {t}"));
+            let r = self.repeats(t);
+            println!("{t}: {n} rows, {r} values issued twice");
+            assert_eq!(r, 0, "{t}: values issued twice across the Citus cluster");
+            rows += n;
+        }
+        rows
+    }
+}
+
+/// The INSERTs one session runs in turn: every generator as a DEFAULT, `INSERT ... SELECT`.
+const STATEMENTS: [&str; 6] = [
+    "INSERT INTO t_next (k) VALUES ((random() * 1000)::int)",
+    "INSERT INTO t_sf (k) VALUES ((random() * 1000)::int)",
+    "INSERT INTO t_uuid (k) VALUES ((random() * 1000)::int)",
+    "INSERT INTO t_ord (k) VALUES ((random() * 1000)::int)",
+    "INSERT INTO t_next (k) SELECT g FROM generate_series(1, 20) g",
+    "INSERT INTO r_next (k) VALUES (1)",
+];
+
+/// What the load's sessions saw.
+#[derive(Default)]
+struct Seen {
+    /// Failed statements: "port: message".
+    errors: Vec<String>,
+    /// Failures raised by pg_seqgen itself (not by a node going away).
+    ours: Vec<String>,
+    /// The longest a statement took, successful or not.
+    slowest: Duration,
+}
+
+/// Two sessions per port insert until `stop`, counting the statements that succeed in `ok`.
+fn load(ports: Vec<u16>, stop: Arc<AtomicBool>, ok: Arc<AtomicUsize>) -> std::thread::JoinHandle<Seen> {
+    std::thread::spawn(move || {
+        let sessions: Vec<(u16, usize)> = ports.iter().flat_map(|p| [(*p, 0), (*p, 1)]).collect();
+        let n = sessions.len();
+        let per = on_threads(n, move |i| {
+            let (port, s) = sessions[i];
+            let mut seen = Seen::default();
+            let mut c = tcp(port);
+            let mut j = s;
+            while !stop.load(Ordering::Relaxed) {
+                let (t, r) = timed(|| c.batch_execute(STATEMENTS[j % STATEMENTS.len()]));
+                seen.slowest = seen.slowest.max(t);
+                match r {
+                    Ok(()) => {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        let db = e.as_db_error();
+                        let text = format!("port {port}: {}", db.map_or(e.to_string(), |d| d.message().to_string()));
+                        if db.and_then(|d| d.routine()) == Some("pg_seqgen") {
+                            seen.ours.push(text.clone());
+                        }
+                        seen.errors.push(text);
+                        std::thread::sleep(Duration::from_millis(50));
+                        if c.is_closed() || sqlstate(&e).is_none() {
+                            c = tcp(port);
+                        }
+                    }
+                }
+                j += 1;
+            }
+            seen
+        });
+        per.into_iter().fold(Seen::default(), |mut a, s| {
+            a.errors.extend(s.errors);
+            a.ours.extend(s.ours);
+            a.slowest = a.slowest.max(s.slowest);
+            a
+        })
+    })
+}
+
+#[test]
+fn citus_every_node_draws_and_nothing_repeats() {
+    if !citus_here() {
+        return;
+    }
+    let cl = Citus::start(56300);
+    let ports = cl.ports();
+
+    // node identities: the coordinator is group 0, the workers their groups
+    for p in &ports {
+        let g: i32 = tcp(*p).query_one("SELECT groupid FROM pg_dist_local_group", &[]).unwrap().get(0);
+        let node: i32 =
+            tcp(*p).query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[]).unwrap().get(0);
+        assert_eq!(node, g, "port {p}: the snowflake node id is not the Citus group id");
+        let seg: i64 = tcp(*p).query_one("SELECT seqgen_next('order') & 255", &[]).unwrap().get(0);
+        assert_eq!(seg, g as i64, "port {p}: segment IDs are not interleaved by the group id");
+    }
+
+    // 2 sessions through each node for 20 s; worker 1 is stopped immediately at 8 s and
+    // started again at 12 s
+    let stop = Arc::new(AtomicBool::new(false));
+    let ok = Arc::new(AtomicUsize::new(0));
+    let h = load(ports.clone(), stop.clone(), ok.clone());
+    std::thread::sleep(Duration::from_secs(8));
+    let before_stop = ok.load(Ordering::Relaxed);
+    cl.workers[0].stop("immediate");
+    std::thread::sleep(Duration::from_secs(4));
+    let during = ok.load(Ordering::Relaxed) - before_stop;
+    cl.workers[0].start();
+    let restarted = Instant::now();
+    std::thread::sleep(Duration::from_secs(8));
+    stop.store(true, Ordering::Relaxed);
+    let seen = h.join().unwrap();
+    println!(
+        "{} statements ok, {} failed ({} ok while worker 1 was down); the slowest took {:?}",
+        ok.load(Ordering::Relaxed),
+        seen.errors.len(),
+        during,
+        seen.slowest
+    );
+    let mut kinds: Vec<&String> = seen.errors.iter().collect();
+    kinds.sort();
+    kinds.dedup();
+    for e in kinds.iter().take(8) {
+        println!("  {e}");
+    }
+    assert!(
+        seen.ours.is_empty(),
+        "pg_seqgen refused while a worker was down: {:?}",
+        &seen.ours[..seen.ours.len().min(5)]
+    );
+    assert!(during > 0, "no statement succeeded while one worker was down");
+    // after the restart worker 1 draws again
+    let back = recovery_time(Duration::from_secs(30), || {
+        tcp(cl.workers[0].port)
+            .batch_execute("INSERT INTO t_sf (k) VALUES (7); INSERT INTO t_next (k) VALUES (7)")
+            .is_ok()
+    });
+    println!("worker 1 inserting again {:?} after its start ({:?} after the restart began)", back, restarted.elapsed());
+
+    // COPY through every node
+    for p in &ports {
+        let mut c = tcp(*p);
+        let mut w = c.copy_in("COPY t_next (k) FROM STDIN").unwrap();
+        use std::io::Write;
+        for i in 0..500 {
+            writeln!(w, "{i}").unwrap();
+        }
+        w.finish().unwrap();
+        let mut w = c.copy_in("COPY t_ord (k) FROM STDIN").unwrap();
+        for i in 0..500 {
+            writeln!(w, "{i}").unwrap();
+        }
+        w.finish().unwrap();
+    }
+    // every node's values are in the tables: segment IDs carry the group in their low bits
+    let groups = cl.coord.one_i64("SELECT count(DISTINCT id & 255) FROM t_next");
+    assert_eq!(groups, 3, "segment IDs of all three nodes");
+    let rows = cl.assert_no_repeats();
+    assert!(rows > 1000, "too few rows to tell: {rows}");
+}
+
+#[test]
+fn citus_added_removed_and_resynced_nodes_never_repeat() {
+    if !citus_here() {
+        return;
+    }
+    let cl = Citus::start(56310);
+    let ports = cl.ports();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ok = Arc::new(AtomicUsize::new(0));
+    let h = load(ports.clone(), stop.clone(), ok.clone());
+    std::thread::sleep(Duration::from_secs(3));
+
+    // a third worker joins under load and inserts within a second
+    let w3 = node("citus_w3", 56313);
+    cl.coord.sql("SELECT citus_add_node('127.0.0.1', 56313)");
+    let joined = Instant::now();
+    let mut c3 = tcp(56313);
+    // the tags reach it from the coordinator, with nothing run on it
+    let first = recovery_time(Duration::from_secs(10), || {
+        c3.batch_execute(
+            "INSERT INTO t_sf (k) VALUES (3); INSERT INTO t_next (k) VALUES (3); INSERT INTO t_ord (k) VALUES (3)",
+        )
+        .is_ok()
+    });
+    println!(
+        "the added worker inserted {:?} after citus_add_node returned",
+        joined.elapsed().min(first + Duration::from_secs(1))
+    );
+    assert!(first < Duration::from_secs(2), "the added worker took {first:?} to insert");
+    let g3: i32 = c3.query_one("SELECT groupid FROM pg_dist_local_group", &[]).unwrap().get(0);
+    let n3: i32 = c3.query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[]).unwrap().get(0);
+    assert_eq!(n3, g3);
+    for _ in 0..200 {
+        c3.batch_execute("INSERT INTO t_sf (k) VALUES (3); INSERT INTO t_next (k) VALUES (3)").unwrap();
+    }
+
+    // a metadata resync of worker 2
+    cl.coord.sql(&format!("SELECT start_metadata_sync_to_node('127.0.0.1', {})", cl.workers[1].port));
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    let seen = h.join().unwrap();
+    println!(
+        "{} statements ok, {} failed; the slowest took {:?}",
+        ok.load(Ordering::Relaxed),
+        seen.errors.len(),
+        seen.slowest
+    );
+    assert!(
+        seen.errors.is_empty(),
+        "statements failed while a node joined: {:?}",
+        &seen.errors[..seen.errors.len().min(5)]
+    );
+
+    // worker 3 removed (its shards moved away first) and added back: a new group id
+    cl.coord.sql("SELECT citus_drain_node('127.0.0.1', 56313, shard_transfer_mode => 'block_writes')");
+    cl.coord.sql("SELECT citus_remove_node('127.0.0.1', 56313)");
+    cl.coord.sql("SELECT citus_add_node('127.0.0.1', 56313)");
+    let g3b: i32 = tcp(56313).query_one("SELECT groupid FROM pg_dist_local_group", &[]).unwrap().get(0);
+    assert_ne!(g3b, g3, "a node added again has a new group id");
+    let back = recovery_time(Duration::from_secs(10), || {
+        let mut c = tcp(56313);
+        c.batch_execute("INSERT INTO t_sf (k) VALUES (4); INSERT INTO t_next (k) VALUES (4)").is_ok()
+            && c.query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[])
+                .map(|r| r.get::<_, i32>(0) == g3b)
+                .unwrap_or(false)
+    });
+    println!("worker 3 added again as group {g3b} (was {g3}), numbering with it {back:?} later");
+    let mut c3 = tcp(56313);
+    for _ in 0..200 {
+        c3.batch_execute("INSERT INTO t_sf (k) VALUES (4); INSERT INTO t_next (k) VALUES (4)").unwrap();
+    }
+    cl.assert_no_repeats();
+    drop(w3);
+}
+
+#[test]
+fn citus_node_outside_the_metadata_is_refused() {
+    if !citus_here() {
+        return;
+    }
+    // Citus installed, but the node never joined (no citus_set_coordinator_host): its group
+    // is the coordinator's 0, so it must not number with it
+    let c = node("citus_alone", 56320);
+    c.sql("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('t')");
+    let mut s = c.connect();
+    for sql in ["SELECT seqgen_snowflake()", "SELECT seqgen_next('t')"] {
+        let e = s.query_one(sql, &[]).expect_err(sql);
+        assert_eq!(sqlstate(&e).as_deref(), Some("55000"), "{sql}: {e:?}");
+        println!("{sql}: {}", e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default());
+    }
+    // UUIDv7s carry no node id
+    s.query_one("SELECT seqgen_uuidv7()", &[]).unwrap();
+    // joining (as its own coordinator) gives it group 0 within a second
+    c.sql("SELECT citus_set_coordinator_host('127.0.0.1', 56320)");
+    let t = recovery_time(Duration::from_secs(5), || s.query_one("SELECT seqgen_snowflake()", &[]).is_ok());
+    println!("numbering {t:?} after joining");
+    let plain = s.query_one("SELECT node_bits FROM seqgen.alloc WHERE biz_tag = 't'", &[]).unwrap().get::<_, i32>(0);
+    assert_eq!(plain, 8, "a tag created in a Citus database gets node bits");
+}
+
+#[test]
+fn citus_definitions_follow_the_coordinator() {
+    if !citus_here() {
+        return;
+    }
+    let cl = Citus::start(56330);
+    let (w1, w2) = (cl.workers[0].port, cl.workers[1].port);
+    let mut c = cl.coord.connect();
+    let mut a = tcp(w1);
+    // a tag made on the coordinator is drawn on a worker at once (the worker reads the
+    // definitions when it does not find the tag)
+    c.batch_execute("SELECT seqgen_create('late', 10)").unwrap();
+    let (t, v) = timed(|| a.query_one("SELECT seqgen_next('late')", &[]).map(|r| r.get::<_, i64>(0)));
+    let v = v.expect("a tag made on the coordinator is not drawn on a worker");
+    println!("a new tag drawn on a worker {t:?} after its creation committed on the coordinator: {v}");
+    assert_eq!(v & 255, 1, "worker 1's group in the low bits");
+    // tags are changed on the coordinator only
+    let e = a.batch_execute("SELECT seqgen_alter('late', 20)").unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("0A000"), "{e:?}");
+    let e = a.batch_execute("SELECT seqgen_create('mine')").unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("0A000"), "{e:?}");
+    // per-tag grants follow (roles are propagated by Citus; a GRANT on an extension's
+    // function is not, so it is run on every node)
+    c.batch_execute("CREATE ROLE app LOGIN").unwrap();
+    let granted: i64 = c
+        .query_one(
+            "SELECT count(*) FROM run_command_on_all_nodes('GRANT EXECUTE ON FUNCTION seqgen_next(text) TO app') \
+             WHERE success",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(granted, 3);
+    let app =
+        |port: u16| Client::connect(&format!("host=127.0.0.1 port={port} user=app dbname=postgres"), NoTls).unwrap();
+    let e = app(w2).query_one("SELECT seqgen_next('late')", &[]).unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{e:?}");
+    let msg = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+    assert!(msg.contains("tag \"late\""), "the refusal names the tag: {msg}");
+    c.batch_execute("SELECT seqgen_grant('late', 'app')").unwrap();
+    let t = recovery_time(Duration::from_secs(10), || app(w2).query_one("SELECT seqgen_next('late')", &[]).is_ok());
+    println!("a grant on the coordinator reached worker 2 in {t:?}");
+    // a template, then a drop
+    c.batch_execute("SELECT seqgen_create('t2'); SELECT seqgen_set_template('t2', 'T{node:3}-{seq:5}')").unwrap();
+    let no: String = a.query_one("SELECT seqgen_order_no('t2')", &[]).unwrap().get(0);
+    assert_eq!(no, "T001-00001");
+    let e = c.batch_execute("SELECT seqgen_set_template('t2', 'T{seq:9}')").unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("55000"), "a template without {{node}} on Citus: {e:?}");
+    c.batch_execute("SELECT seqgen_drop('late')").unwrap();
+    let t = recovery_time(Duration::from_secs(10), || {
+        a.query_one("SELECT seqgen_next('late')", &[]).err().and_then(|e| sqlstate(&e)).as_deref() == Some("42704")
+    });
+    println!("a drop on the coordinator reached worker 1 in {t:?}");
+    let node: Vec<(i32, bool, Option<i32>, Option<String>)> = c
+        .query("SELECT nodeid, reachable, node_id, source FROM seqgen_cluster_nodes() ORDER BY nodeid", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    println!("seqgen_cluster_nodes(): {node:?}");
+    assert_eq!(node.len(), 3);
+    assert!(node.iter().all(|n| n.1 && n.3.as_deref() == Some("citus")), "{node:?}");
+
+    // the coordinator stopped: the workers draw on, with what they have
+    cl.coord.stop("immediate");
+    let started = Instant::now();
+    let mut b = tcp(w2);
+    let (mut seg, mut sf) = (Ledger::default(), Ledger::default());
+    for _ in 0..3 {
+        for p in [&mut a, &mut b] {
+            for (sql, l) in [
+                ("SELECT seqgen_next('order') FROM generate_series(1, 300)", &mut seg),
+                ("SELECT seqgen_snowflake() FROM generate_series(1, 300)", &mut sf),
+            ] {
+                let (t, r) = timed(|| p.query(sql, &[]));
+                let rows = r.expect("a worker stopped drawing with the coordinator down");
+                assert!(t < Duration::from_secs(5), "a draw waited {t:?} with the coordinator down");
+                l.add(rows.iter().map(|r| r.get::<_, i64>(0)));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    println!(
+        "with the coordinator down for {:?}, the workers drew {} segment IDs and {} snowflakes, {} twice",
+        started.elapsed(),
+        seg.total,
+        sf.total,
+        seg.duplicates() + sf.duplicates()
+    );
+    seg.assert_unique("segment IDs drawn on the workers with the coordinator down");
+    sf.assert_unique("snowflakes drawn on the workers with the coordinator down");
+    assert!(cl.workers[0].log().contains("reading the tag definitions from the Citus coordinator failed"));
+}
