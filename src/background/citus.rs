@@ -1,85 +1,168 @@
 //! A Citus worker's copy of the coordinator's tags.
 //!
-//! Tags are defined on the coordinator. The allocator of a Citus worker reads their
-//! definitions from there (`seqgen_cluster_definitions`, through Citus's
-//! `run_command_on_coordinator`) every [`PERIOD_MS`], at once when a call finds no tag by
-//! its name, and when the node joins; it applies them with the functions of
-//! configuration as code, so every check of theirs holds here too. Only the version
-//! travels when nothing changed. Counters never travel: each node reserves from its own copy
-//! of the row, and its IDs carry its group id (`plumbing::node`). With the coordinator
-//! unreachable the worker keeps drawing from what it has.
+//! Tags are defined on the coordinator. On a Citus worker, the allocator starts a short-lived
+//! background worker, "pg_seqgen sync", every [`PERIOD_MS`], at once when a call finds no tag
+//! by its name, and when the node joins. It asks the coordinator for the definitions
+//! (`seqgen_cluster_definitions`, through Citus's `run_command_on_coordinator`), with the
+//! version this node applied last: only the version comes back when nothing changed. A new
+//! version is applied with the functions of configuration as code, so every check of theirs
+//! holds here too, in one transaction. Counters never travel: each node reserves from its own
+//! copy of the row, and its IDs carry its group id (`plumbing::node`).
+//!
+//! The read runs in a process of its own so that a coordinator that does not answer (a
+//! network partition, a stopped process) never holds up the allocator: the worker draws on
+//! with the definitions it has. The read gives up after [`CONNECT_TIMEOUT_MS`] to connect; one
+//! that still runs after [`HANG_MS`] is ended by the allocator.
 
 use std::sync::atomic::Ordering;
 
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder};
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::generators::config;
-use crate::plumbing::error::{Result, SeqgenError};
+use crate::plumbing::error::{OrRaise, Result, SeqgenError};
 use crate::plumbing::node;
 use crate::plumbing::shmem::{self, Header};
 
-/// What one read brought: the version read, and the changes applied (tag, what).
-pub type Applied = (Option<String>, Vec<(String, String)>);
-
 /// How often a worker asks whether the definitions changed.
 pub const PERIOD_MS: i64 = 2000;
+/// `citus.node_connection_timeout` of the read.
+const CONNECT_TIMEOUT_MS: i32 = 2000;
+/// `lock_timeout` of applying what the read brought.
+const LOCK_TIMEOUT_MS: i32 = 10000;
+/// A read still running after this long is ended (SIGTERM) by the allocator.
+const HANG_MS: i64 = 30000;
 
-/// The worker's side: the version it applied last, and when it last tried.
+/// The allocator's side: when it last started a read.
 #[derive(Default)]
 pub struct Sync {
-    known: Option<String>,
-    last_try_ms: i64,
-    failing: bool,
+    last_start_ms: i64,
 }
 
 impl Sync {
-    /// Is a read due (and is this a Citus worker)? Takes a caller's request.
-    pub fn due(&self, h: &Header, now: i64) -> bool {
+    /// Start a read if one is due (on a Citus worker) and none is running. A caller's
+    /// request that finds one running stays pending for the next.
+    pub fn maybe_start(&mut self, h: &Header, db: u32, now: i64) {
         if !node::is_citus_worker(h) {
-            return false;
+            return;
         }
-        h.sync_want.swap(0, Ordering::AcqRel) != 0 || now - self.last_try_ms >= PERIOD_MS
+        let wanted = h.sync_want.load(Ordering::Acquire) != 0;
+        if !wanted && now - self.last_start_ms < PERIOD_MS {
+            return;
+        }
+        let pid = h.sync_pid.load(Ordering::Acquire);
+        if crate::background::worker::alive(pid) {
+            // a read that hangs (a coordinator that accepts connections but never answers)
+            // is ended, so that the next one can start
+            if now - h.sync_started_ms.load(Ordering::Acquire) > HANG_MS {
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            return;
+        }
+        h.sync_want.store(0, Ordering::Release);
+        h.sync_started_ms.store(now, Ordering::Release);
+        self.last_start_ms = now;
+        let started = BackgroundWorkerBuilder::new(&format!("pg_seqgen sync for database {db}"))
+            .set_type("pg_seqgen sync")
+            .set_function("pg_seqgen_sync_main")
+            .set_library("pg_seqgen")
+            .enable_spi_access()
+            .set_start_time(pgrx::bgworkers::BgWorkerStartTime::RecoveryFinished)
+            .set_restart_time(None)
+            .set_argument(Some(pg_sys::Datum::from(db as u64)))
+            .load_dynamic();
+        if started.is_err() {
+            note_failure(h, "no background worker slot is free (raise max_worker_processes)");
+            h.sync_seq.fetch_add(1, Ordering::AcqRel);
+            h.broadcast();
+        }
     }
+}
 
-    /// Read and apply the definitions, in the caller's transaction (an error rolls all of it
-    /// back). Returns the version read and the changes made.
-    pub fn run(&mut self, now: i64) -> Result<Applied> {
-        self.last_try_ms = now;
-        let v = fetch(self.known.as_deref())?;
-        let done = apply(&v)?;
-        Ok((v.get("version").and_then(|x| x.as_str()).map(str::to_string), done))
+/// The "pg_seqgen sync" background worker: one read of the coordinator's definitions for
+/// database `arg`, applied, then exit.
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
+    unsafe { pg_sys::BackgroundWorkerUnblockSignals() };
+    let db = (arg.value() & 0xffff_ffff) as u32;
+    let Some(h) = shmem::server().and_then(|s| shmem::find_area(s, db)) else { return };
+    let me = unsafe { pg_sys::MyProcPid };
+    if h.sync_pid.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire).is_err() && !claim_from_dead(h, me) {
+        return; // another read runs
     }
-
-    /// After a try: note the outcome, wake the callers waiting for it.
-    pub fn finish(&mut self, h: &Header, outcome: std::result::Result<Applied, String>) {
-        let now = shmem::now_ms();
-        if let Ok((version, changes)) = &outcome {
-            self.known = version.clone();
+    BackgroundWorker::connect_worker_to_spi_by_oid(Some(pg_sys::Oid::from(db)), None);
+    unsafe {
+        set(c"search_path", c"pg_catalog, pg_temp");
+        set(c"lock_timeout", &std::ffi::CString::new(LOCK_TIMEOUT_MS.to_string()).unwrap());
+        set(c"citus.node_connection_timeout", &std::ffi::CString::new(CONNECT_TIMEOUT_MS.to_string()).unwrap());
+    }
+    let known = match (h.sync_known_oid.load(Ordering::Acquire), h.sync_known_version.load(Ordering::Acquire)) {
+        (0, _) => None,
+        (oid, v) => Some(format!("{oid}:{v}")),
+    };
+    let outcome = crate::background::worker::in_transaction_logged(
+        None,
+        std::panic::AssertUnwindSafe(|| {
+            let v = fetch(known.as_deref()).or_raise();
+            let done = apply(&v).or_raise();
+            (v.get("version").and_then(|x| x.as_str()).map(str::to_string), done)
+        }),
+    );
+    let now = shmem::now_ms();
+    match outcome {
+        Ok((version, changes)) => {
+            if let Some((oid, v)) = version.as_deref().and_then(|s| s.split_once(':')) {
+                h.sync_known_oid.store(oid.parse().unwrap_or(0), Ordering::Release);
+                h.sync_known_version.store(v.parse().unwrap_or(0), Ordering::Release);
+            }
             h.sync_ok_ms.store(now, Ordering::Release);
             if !changes.is_empty() {
                 h.sync_applied_ms.store(now, Ordering::Release);
                 let list: Vec<String> = changes.iter().take(10).map(|(t, a)| format!("{t}: {a}")).collect();
                 log!(
-                    "pg_seqgen allocator: {} change(s) of the coordinator's tag definitions applied ({})",
+                    "pg_seqgen sync: {} change(s) of the coordinator's tag definitions applied ({})",
                     changes.len(),
                     list.join("; ")
                 );
             }
-            if self.failing {
-                log!("pg_seqgen allocator: the coordinator's tag definitions are read again");
+            if h.sync_failing.swap(0, Ordering::AcqRel) != 0 {
+                log!("pg_seqgen sync: the coordinator's tag definitions are read again");
             }
-            self.failing = false;
-        } else if !self.failing {
-            self.failing = true;
-            warning!(
-                "pg_seqgen allocator: reading the tag definitions from the Citus coordinator failed ({}); \
-                 this node draws on with the definitions it has, and tries again every {} ms",
-                outcome.as_ref().err().map_or("unknown error", |e| e.as_str()),
-                PERIOD_MS
-            );
         }
-        h.sync_seq.fetch_add(1, Ordering::AcqRel);
-        h.broadcast();
+        Err(e) => note_failure(h, &e.msg),
+    }
+    h.sync_seq.fetch_add(1, Ordering::AcqRel);
+    h.sync_pid.store(0, Ordering::Release);
+    h.broadcast();
+}
+
+/// The previous read's process died without clearing its pid: take over.
+fn claim_from_dead(h: &Header, me: i32) -> bool {
+    let other = h.sync_pid.load(Ordering::Acquire);
+    !crate::background::worker::alive(other)
+        && h.sync_pid.compare_exchange(other, me, Ordering::AcqRel, Ordering::Acquire).is_ok()
+}
+
+unsafe fn set(name: &std::ffi::CStr, value: &std::ffi::CStr) {
+    unsafe {
+        pg_sys::SetConfigOption(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+        )
+    };
+}
+
+/// Warn once per episode of failed reads.
+fn note_failure(h: &Header, msg: &str) {
+    if h.sync_failing.swap(1, Ordering::AcqRel) == 0 {
+        warning!(
+            "pg_seqgen sync: reading the tag definitions from the Citus coordinator failed ({msg}); \
+             this node draws on with the definitions it has, and tries again every {PERIOD_MS} ms"
+        );
     }
 }
 

@@ -40,7 +40,6 @@ use seqgen_core::template::{self, Template, Tz};
 use crate::generators::snowflake::{self, Kind, SnowflakeJob};
 use crate::plumbing::catalog::{self, mode, CatalogState, OrderReserve, Reserve, TemplateRead};
 use crate::plumbing::directory::code;
-use crate::plumbing::error::OrRaise;
 use crate::plumbing::guc;
 use crate::plumbing::node;
 use crate::plumbing::shmem::{self, retire_slot, Header, Ident, Mailbox, TagSlot, WorkerStatus};
@@ -399,10 +398,10 @@ impl SlotRef {
 
 /// A failed job: its SQLSTATE and message. `locked`: it failed on a lock (lock_timeout), and
 /// is tried again while someone waits for it.
-struct JobError {
+pub(crate) struct JobError {
     locked: bool,
     state: i32,
-    msg: String,
+    pub msg: String,
 }
 
 impl JobError {
@@ -468,11 +467,7 @@ impl Worker {
         if h.identity_want.swap(0, Ordering::AcqRel) != 0 || (periodic && node::citus_preloaded()) {
             read_identity(h);
         }
-        if self.sync.due(h, now) {
-            let sync = &mut self.sync;
-            let outcome = in_transaction(std::panic::AssertUnwindSafe(|| sync.run(now).or_raise()));
-            sync.finish(h, outcome.map_err(|e| e.msg));
-        }
+        self.sync.maybe_start(h, h.db.load(Ordering::Acquire), now);
         reclaim_mailboxes(h, periodic);
         // the slots to look at: those that asked, and once a second all of them (a request
         // whose claim was lost, a segment past its trigger)
@@ -836,7 +831,16 @@ fn run_job(
 
 /// Run `f` in a transaction of its own and commit it. An ERROR in the commit aborts the
 /// transaction and comes back as `Err`; the worker carries on.
-fn in_transaction<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Result<R, JobError> {
+pub(crate) fn in_transaction<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Result<R, JobError> {
+    in_transaction_logged(Some("pg_seqgen allocator"), f)
+}
+
+/// [`in_transaction`], warning of a failure with `who` as the prefix (`None`: the caller
+/// reports it).
+pub(crate) fn in_transaction_logged<R>(
+    who: Option<&'static str>,
+    f: impl FnOnce() -> R + std::panic::UnwindSafe,
+) -> Result<R, JobError> {
     unsafe {
         pg_sys::SetCurrentStatementStartTimestamp();
         pg_sys::StartTransactionCommand();
@@ -852,7 +856,9 @@ fn in_transaction<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Result<R
     })
     .catch_others(|e| {
         let err = JobError::from_caught(&e);
-        warning!("pg_seqgen allocator: {}", err.msg);
+        if let Some(who) = who {
+            warning!("{who}: {}", err.msg);
+        }
         unsafe { pg_sys::AbortCurrentTransaction() };
         Err(err)
     })

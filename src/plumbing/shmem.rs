@@ -174,6 +174,15 @@ pub struct Header {
     pub sync_seq: AtomicU64,
     pub sync_ok_ms: AtomicI64,
     pub sync_applied_ms: AtomicI64,
+    /// The process reading them (a short-lived background worker, so that a coordinator that
+    /// does not answer never holds up the allocator), the version it last applied (the
+    /// coordinator's `seqgen.definitions` OID and version; 0: none), whether the last try
+    /// failed.
+    pub sync_pid: AtomicI32,
+    pub sync_started_ms: AtomicI64,
+    pub sync_known_oid: AtomicU64,
+    pub sync_known_version: AtomicI64,
+    pub sync_failing: AtomicU32,
     pub dir_lock: AtomicPtr<pg_sys::LWLock>,
     cv: UnsafeCell<pg_sys::ConditionVariable>,
     /// Bumped by every request so the worker knows there is work without scanning.
@@ -737,6 +746,10 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         h.citus_group.store(CITUS_UNKNOWN, Ordering::Release);
         h.sync_ok_ms.store(0, Ordering::Release);
         h.sync_applied_ms.store(0, Ordering::Release);
+        h.sync_pid.store(0, Ordering::Release);
+        h.sync_known_oid.store(0, Ordering::Release);
+        h.sync_known_version.store(0, Ordering::Release);
+        h.sync_failing.store(0, Ordering::Release);
         h.worker_status.store(WorkerStatus::NotStarted as u32, Ordering::Release);
         h.snowflake.reset();
         h.uuid.reset();

@@ -68,8 +68,9 @@ impl Citus {
     /// A coordinator and two workers; pg_seqgen created on the coordinator; tags defined on
     /// every node; tables keyed by each generator, distributed by `k`.
     fn start(base: u16) -> Citus {
-        let coord = node("citus_coord", base);
-        let workers = vec![node("citus_w1", base + 1), node("citus_w2", base + 2)];
+        // names by port: the tests of this file run in parallel
+        let coord = node(&format!("citus{base}_coord"), base);
+        let workers = vec![node(&format!("citus{base}_w1"), base + 1), node(&format!("citus{base}_w2"), base + 2)];
         coord.sql(&format!("SELECT citus_set_coordinator_host('127.0.0.1', {base})"));
         for w in &workers {
             coord.sql(&format!("SELECT citus_add_node('127.0.0.1', {})", w.port));
@@ -125,14 +126,16 @@ impl Citus {
     }
 }
 
-/// The INSERTs one session runs in turn: every generator as a DEFAULT, `INSERT ... SELECT`.
-const STATEMENTS: [&str; 6] = [
+/// The INSERTs one session runs in turn: every generator as a DEFAULT, `INSERT ... SELECT`,
+/// a batch.
+const STATEMENTS: [&str; 7] = [
     "INSERT INTO t_next (k) VALUES ((random() * 1000)::int)",
     "INSERT INTO t_sf (k) VALUES ((random() * 1000)::int)",
     "INSERT INTO t_uuid (k) VALUES ((random() * 1000)::int)",
     "INSERT INTO t_ord (k) VALUES ((random() * 1000)::int)",
     "INSERT INTO t_next (k) SELECT g FROM generate_series(1, 20) g",
     "INSERT INTO r_next (k) VALUES (1)",
+    "INSERT INTO t_next (id, k) SELECT b, 5 FROM seqgen_next_batch('order', 25) b",
 ];
 
 /// What the load's sessions saw.
@@ -284,7 +287,7 @@ fn citus_added_removed_and_resynced_nodes_never_repeat() {
     std::thread::sleep(Duration::from_secs(3));
 
     // a third worker joins under load and inserts within a second
-    let w3 = node("citus_w3", 56313);
+    let w3 = node("citus56310_w3", 56313);
     cl.coord.sql("SELECT citus_add_node('127.0.0.1', 56313)");
     let joined = Instant::now();
     let mut c3 = tcp(56313);
