@@ -467,3 +467,65 @@ fn citus_definitions_follow_the_coordinator() {
     sf.assert_unique("snowflakes drawn on the workers with the coordinator down");
     assert!(cl.workers[0].log().contains("reading the tag definitions from the Citus coordinator failed"));
 }
+
+#[test]
+fn citus_promoted_clone_continues_above_its_primary() {
+    if !citus_here() {
+        return;
+    }
+    let cl = Citus::start(56340);
+    let w1 = cl.workers[0].port;
+    // a synchronous streaming standby of worker 1: what a Citus clone is
+    let standby = cl.workers[0].standby("citus56340_w1_standby", 56344);
+    cl.workers[0].make_standbys_synchronous();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ok = Arc::new(AtomicUsize::new(0));
+    let h = load(cl.ports(), stop.clone(), ok.clone());
+    std::thread::sleep(Duration::from_secs(5));
+    stop.store(true, Ordering::Relaxed);
+    let before = h.join().unwrap();
+    // worker 1 fails; its standby is promoted and takes its place in the metadata
+    cl.workers[0].stop("immediate");
+    check_promote(&standby);
+    cl.coord.sql(&format!(
+        "SELECT citus_update_node(nodeid, '127.0.0.1', {}) FROM pg_dist_node WHERE nodeport = {w1}",
+        standby.port
+    ));
+    let mut s = tcp(standby.port);
+    let (g, node): (i32, i32) = {
+        let t = recovery_time(Duration::from_secs(30), || s.query_one("SELECT seqgen_snowflake()", &[]).is_ok());
+        println!("the promoted standby draws {t:?} after citus_update_node");
+        let r = s
+            .query_one(
+                "SELECT (SELECT groupid FROM pg_dist_local_group), \
+                        (SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake()))",
+                &[],
+            )
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!(g, node, "the promoted standby numbers with its group");
+    assert_eq!(g, 1, "a promoted clone keeps its primary's group");
+    let stop = Arc::new(AtomicBool::new(false));
+    let ok2 = Arc::new(AtomicUsize::new(0));
+    let h = load(vec![cl.coord.port, cl.workers[1].port, standby.port], stop.clone(), ok2.clone());
+    std::thread::sleep(Duration::from_secs(5));
+    stop.store(true, Ordering::Relaxed);
+    let after = h.join().unwrap();
+    println!(
+        "{} statements before the failover, {} after ({} and {} failed; pg_seqgen's own: {:?})",
+        ok.load(Ordering::Relaxed),
+        ok2.load(Ordering::Relaxed),
+        before.errors.len(),
+        after.errors.len(),
+        after.ours.iter().take(3).collect::<Vec<_>>()
+    );
+    assert!(after.ours.is_empty(), "pg_seqgen refused after the failover");
+    assert!(ok2.load(Ordering::Relaxed) > 0);
+    cl.assert_no_repeats();
+}
+
+fn check_promote(c: &Cluster) {
+    let out = as_postgres(&format!("{}/pg_ctl", pg_bin()), &["-D", &c.data(), "-w", "promote"]);
+    assert!(out.status.success(), "pg_ctl promote: {}", String::from_utf8_lossy(&out.stderr));
+}
