@@ -191,11 +191,7 @@ impl Presenter {
             return Ok(Presenter { mode, key: Some((r.slot.opaque_from.load(Ordering::Acquire), key)), node: 0 });
         }
         let bits = ((mode >> 8) & 0xff) as u32;
-        let h = match shmem::header() {
-            Some(h) => h,
-            None => directory::attach()?,
-        };
-        let node = node::id(h)?;
+        let node = node_here()?;
         if node as u64 >= 1u64 << bits {
             return Err(SeqgenError::NodeDoesNotFit { node, bits });
         }
@@ -210,6 +206,20 @@ impl Presenter {
             None => interleave(v, ((self.mode >> 8) & 0xff) as u32, self.node),
         }
     }
+}
+
+/// This node's id for a node-interleaved tag: `seqgen.node_id` unless Citus is preloaded (then
+/// the area is looked up for its group).
+#[inline]
+fn node_here() -> Result<u32> {
+    if !node::citus_preloaded() {
+        return Ok(guc::NODE_ID.get().max(0) as u32);
+    }
+    let h = match shmem::header() {
+        Some(h) => h,
+        None => directory::attach()?,
+    };
+    node::id(h)
 }
 
 /// The ranges making up a batch, `(start, len, presenter)`: what the current segment can

@@ -216,10 +216,11 @@ pub fn next(kind: Kind) -> Result<i64> {
                 if ev != Events::default() || sf.episodes.load(Ordering::Relaxed) != 0 {
                     note_events(kind, sf, ev, layout);
                 }
-                if kind != Kind::Uuid && node::citus_preloaded() {
-                    return with_citus_node(h, kind, layout, id);
-                }
-                return Ok(id);
+                return if kind == Kind::Uuid || !node::citus_preloaded() {
+                    Ok(id)
+                } else {
+                    with_citus_node(h, kind, layout, id)
+                };
             }
             Err(NextError::NeedReservation { ts }) => wait_for_reservation(kind, ts)?,
             Err(NextError::ClockBehind { behind }) => {
