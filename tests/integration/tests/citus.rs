@@ -529,3 +529,204 @@ fn check_promote(c: &Cluster) {
     let out = as_postgres(&format!("{}/pg_ctl", pg_bin()), &["-D", &c.data(), "-w", "promote"]);
     assert!(out.status.success(), "pg_ctl promote: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The operation fuzzer on Citus: a seeded random sequence of draws through random nodes
+/// (every generator, batches), definition changes on the coordinator (create, alter, template,
+/// grant, drop; a dropped name is never used again, since a tag made again under a dropped
+/// name restarts its numbering by design), node events (a worker stopped immediately and
+/// started, the coordinator restarted, the coordinator frozen with SIGSTOP for 3 s) and
+/// pauses. After every step: nothing issued twice per tag (and snowflakes and order numbers
+/// over everything), every call answered within its bound, every error one a caller may
+/// get in that state. `SEQGEN_CITUS_FUZZ_SEED`, `SEQGEN_CITUS_FUZZ_STEPS` (default 1, 100).
+#[test]
+fn citus_operation_fuzzer() {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::{BTreeSet, HashMap, HashSet};
+    if !citus_here() {
+        return;
+    }
+    let seed: u64 = std::env::var("SEQGEN_CITUS_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let steps: usize = std::env::var("SEQGEN_CITUS_FUZZ_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let cl = Citus::start(56350);
+    let ports = cl.ports();
+    let nodes: Vec<&Cluster> = std::iter::once(&cl.coord).chain(cl.workers.iter()).collect();
+    let mut down: HashSet<usize> = HashSet::new();
+    let mut tags: BTreeSet<String> = ["order".to_string(), "inv".to_string()].into();
+    let mut templated: HashSet<String> = ["inv".to_string()].into();
+    let mut next_name = 0;
+    let mut seg: HashMap<String, Ledger> = HashMap::new();
+    let mut sf = Ledger::default();
+    let mut ord: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut counts: HashMap<&'static str, (usize, usize)> = HashMap::new();
+    let mut events: HashMap<&'static str, usize> = HashMap::new();
+    let bound = Duration::from_secs(20);
+    // what a caller may be told: the tag is not (yet, or no longer) there, it has no template,
+    // its node is stopping or starting, a bounded wait ran out; and the connection going away
+    let allowed = ["42704", "55000", "57P01", "57P03", "55P03", "08006", "08001", "XX000"];
+    for step in 0..steps {
+        let live: Vec<usize> = (0..3).filter(|i| !down.contains(i)).collect();
+        let roll = rng.random_range(0..100);
+        let what: &'static str;
+        if roll < 55 && !live.is_empty() {
+            // a draw through a random live node
+            let n = live[rng.random_range(0..live.len())];
+            let tag = tags.iter().nth(rng.random_range(0..tags.len())).cloned().unwrap_or_default();
+            let k = rng.random_range(1..40);
+            let (kind, sql) = match rng.random_range(0..4) {
+                0 => ("next", format!("SELECT seqgen_next('{tag}')::text FROM generate_series(1, {k})")),
+                1 => ("batch", format!("SELECT b::text FROM seqgen_next_batch('{tag}', {k}) b")),
+                2 => ("snowflake", format!("SELECT seqgen_snowflake()::text FROM generate_series(1, {k})")),
+                _ => ("order_no", format!("SELECT seqgen_order_no('{tag}') FROM generate_series(1, {k})")),
+            };
+            what = kind;
+            let mut c = tcp(ports[n]);
+            let (t, r) = timed(|| c.query(&sql, &[]));
+            assert!(t < bound, "step {step} (seed {seed}): {sql} on port {} took {t:?}", ports[n]);
+            let e = counts.entry(kind).or_default();
+            match r {
+                Ok(rows) => {
+                    e.0 += 1;
+                    let vals: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+                    match kind {
+                        "snowflake" => sf.add(vals.iter().map(|v| v.parse::<i64>().unwrap())),
+                        "order_no" => {
+                            let set = ord.entry(tag.clone()).or_default();
+                            for v in vals {
+                                assert!(
+                                    set.insert(v.clone()),
+                                    "step {step} (seed {seed}): order number {v} issued twice"
+                                );
+                            }
+                        }
+                        _ => seg.entry(tag.clone()).or_default().add(vals.iter().map(|v| v.parse::<i64>().unwrap())),
+                    }
+                }
+                Err(err) => {
+                    e.1 += 1;
+                    let code = sqlstate(&err).unwrap_or_else(|| "08006".into());
+                    let msg = err.as_db_error().map_or(err.to_string(), |d| d.message().to_string());
+                    // XX000 only from Citus losing a node mid-statement, never from pg_seqgen
+                    let ours = err.as_db_error().and_then(|d| d.routine()) == Some("pg_seqgen");
+                    assert!(
+                        allowed.contains(&code.as_str()) && !(ours && code == "XX000"),
+                        "step {step} (seed {seed}): {sql} on port {}: {code} {msg}",
+                        ports[n]
+                    );
+                }
+            }
+        } else if roll < 72 && !down.contains(&0) {
+            // a definition change on the coordinator
+            let tag = tags.iter().nth(rng.random_range(0..tags.len())).cloned().unwrap_or_default();
+            let sql = match rng.random_range(0..12) {
+                0 => {
+                    next_name += 1;
+                    format!("SELECT seqgen_create('f{next_name}', {})", rng.random_range(1..300))
+                }
+                1 => format!("SELECT seqgen_alter('{tag}', {})", rng.random_range(1..500)),
+                2 => format!(
+                    "SELECT seqgen_set_template('{tag}', '{}')",
+                    ["F{yyyy}{MM}{dd}-{node:3}-{seq:6}", "F{yyyy}{MM}{dd}{HH}-{node:3}-{seq:5}", "G{node:2}{seq:8}"]
+                        [rng.random_range(0..3)]
+                ),
+                3 | 4 => format!("SELECT seqgen_grant('{tag}', 'public')"),
+                5 => format!("SELECT seqgen_revoke('{tag}', 'public')"),
+                6 if tags.len() > 2 => format!("SELECT seqgen_drop('{tag}')"),
+                _ => {
+                    next_name += 1;
+                    format!("SELECT seqgen_create('f{next_name}', {})", rng.random_range(1..300))
+                }
+            };
+            what = "change";
+            let mut c = cl.coord.connect();
+            match c.batch_execute(&sql) {
+                Ok(()) => {
+                    if let Some(name) = sql.strip_prefix("SELECT seqgen_create('").and_then(|s| s.split('\'').next()) {
+                        tags.insert(name.to_string());
+                    }
+                    if sql.contains("seqgen_set_template") {
+                        templated.insert(tag.clone());
+                    }
+                    if sql.contains("seqgen_drop") {
+                        tags.remove(&tag);
+                    }
+                }
+                Err(err) => {
+                    // a template that could repeat numbers of the tag's history is refused
+                    let code = sqlstate(&err).unwrap_or_default();
+                    assert!(
+                        ["22023", "57P01", "55P03"].contains(&code.as_str()),
+                        "step {step} (seed {seed}): {sql}: {err:?}"
+                    );
+                }
+            }
+        } else if roll < 84 {
+            // a server event
+            let i = rng.random_range(0..3);
+            match (rng.random_range(0..3), down.contains(&i)) {
+                (_, true) => {
+                    nodes[i].start();
+                    down.remove(&i);
+                    what = "start";
+                    *events.entry(what).or_default() += 1;
+                }
+                (0, false) if i > 0 => {
+                    nodes[i].stop("immediate");
+                    down.insert(i);
+                    what = "stop worker";
+                    *events.entry(what).or_default() += 1;
+                }
+                (1, false) => {
+                    signal(nodes[0].postmaster_pid(), "STOP");
+                    let t0 = Instant::now();
+                    // the workers draw on while the coordinator does not answer
+                    for w in cl.workers.iter().filter(|w| !down.contains(&(if w.port == ports[1] { 1 } else { 2 }))) {
+                        let mut c = tcp(w.port);
+                        let (t, r) =
+                            timed(|| c.query("SELECT seqgen_snowflake()::text FROM generate_series(1, 20)", &[]));
+                        let rows = r.unwrap_or_else(|e| panic!("step {step} (seed {seed}): a worker stopped drawing while the coordinator was frozen: {e:?}"));
+                        assert!(t < bound);
+                        sf.add(rows.iter().map(|r| r.get::<_, String>(0).parse::<i64>().unwrap()));
+                    }
+                    std::thread::sleep(Duration::from_secs(3).saturating_sub(t0.elapsed()));
+                    signal(nodes[0].postmaster_pid(), "CONT");
+                    what = "freeze coordinator";
+                    *events.entry(what).or_default() += 1;
+                }
+                _ => {
+                    nodes[0].stop("fast");
+                    nodes[0].start();
+                    what = "restart coordinator";
+                    *events.entry(what).or_default() += 1;
+                }
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(rng.random_range(0..2500)));
+            what = "pause";
+        }
+        // invariants after every step
+        for (tag, l) in &seg {
+            assert_eq!(
+                l.duplicates(),
+                0,
+                "step {step} ({what}, seed {seed}): tag {tag} issued {:?} twice",
+                l.examples()
+            );
+        }
+        assert_eq!(
+            sf.duplicates(),
+            0,
+            "step {step} ({what}, seed {seed}): snowflakes {:?} issued twice",
+            sf.examples()
+        );
+    }
+    let segs: usize = seg.values().map(|l| l.total).sum();
+    let ords: usize = ord.values().map(|s| s.len()).sum();
+    println!(
+        "seed {seed}, {steps} steps: {segs} segment IDs, {} snowflakes, {ords} order numbers, 0 twice; draws ok/failed: {counts:?}; events: {events:?}; tags at the end: {tags:?}",
+        sf.total
+    );
+    let ok: usize = counts.values().map(|c| c.0).sum();
+    assert!(ok > steps / 4, "too few draws succeeded to tell: {counts:?}");
+}
