@@ -126,9 +126,9 @@ impl Citus {
     }
 }
 
-/// The INSERTs one session runs in turn: every generator as a DEFAULT, `INSERT ... SELECT`,
-/// a batch.
-const STATEMENTS: [&str; 7] = [
+/// The INSERTs one session runs in turn: every generator as a DEFAULT, `INSERT ... SELECT`
+/// (from a series, and from a distributed table colocated with the target), a batch.
+const STATEMENTS: [&str; 8] = [
     "INSERT INTO t_next (k) VALUES ((random() * 1000)::int)",
     "INSERT INTO t_sf (k) VALUES ((random() * 1000)::int)",
     "INSERT INTO t_uuid (k) VALUES ((random() * 1000)::int)",
@@ -136,6 +136,7 @@ const STATEMENTS: [&str; 7] = [
     "INSERT INTO t_next (k) SELECT g FROM generate_series(1, 20) g",
     "INSERT INTO r_next (k) VALUES (1)",
     "INSERT INTO t_next (id, k) SELECT b, 5 FROM seqgen_next_batch('order', 25) b",
+    "INSERT INTO t_sf (k) SELECT k FROM t_uuid WHERE k < 5",
 ];
 
 /// What the load's sessions saw.
