@@ -130,7 +130,7 @@ pub fn is_citus(h: &Header) -> bool {
 /// For the allocator: is the database a Citus node, or not known yet to be none (then its
 /// tags are treated as on Citus)?
 pub fn is_citus_db(h: &Header) -> bool {
-    h.citus_group.load(Ordering::Acquire) != NOT_CITUS
+    citus_preloaded() && h.citus_group.load(Ordering::Acquire) != NOT_CITUS
 }
 
 /// Ask the allocator to read the group again and wait for its answer.
