@@ -20,6 +20,7 @@ use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+use crate::background::worker::set_option;
 use crate::generators::config;
 use crate::plumbing::error::{OrRaise, Result, SeqgenError};
 use crate::plumbing::node;
@@ -94,9 +95,9 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
     }
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(pg_sys::Oid::from(db)), None);
     unsafe {
-        set(c"search_path", c"pg_catalog, pg_temp");
-        set(c"lock_timeout", &std::ffi::CString::new(LOCK_TIMEOUT_MS.to_string()).unwrap());
-        set(c"citus.node_connection_timeout", &std::ffi::CString::new(CONNECT_TIMEOUT_MS.to_string()).unwrap());
+        set_option(c"search_path", c"pg_catalog, pg_temp");
+        set_option(c"lock_timeout", &std::ffi::CString::new(LOCK_TIMEOUT_MS.to_string()).unwrap());
+        set_option(c"citus.node_connection_timeout", &std::ffi::CString::new(CONNECT_TIMEOUT_MS.to_string()).unwrap());
     }
     let known = match (h.sync_known_oid.load(Ordering::Acquire), h.sync_known_version.load(Ordering::Acquire)) {
         (0, _) => None,
@@ -143,17 +144,6 @@ fn claim_from_dead(h: &Header, me: i32) -> bool {
     let other = h.sync_pid.load(Ordering::Acquire);
     !crate::background::worker::alive(other)
         && h.sync_pid.compare_exchange(other, me, Ordering::AcqRel, Ordering::Acquire).is_ok()
-}
-
-unsafe fn set(name: &std::ffi::CStr, value: &std::ffi::CStr) {
-    unsafe {
-        pg_sys::SetConfigOption(
-            name.as_ptr(),
-            value.as_ptr(),
-            pg_sys::GucContext::PGC_SUSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-        )
-    };
 }
 
 /// Warn once per episode of failed reads.

@@ -330,7 +330,8 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
     }
 }
 
-unsafe fn set_option(name: &std::ffi::CStr, value: &std::ffi::CStr) {
+/// Set a setting for the rest of this background process (what a superuser may set).
+pub(crate) unsafe fn set_option(name: &std::ffi::CStr, value: &std::ffi::CStr) {
     unsafe {
         pg_sys::SetConfigOption(
             name.as_ptr(),
