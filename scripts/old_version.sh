@@ -3,7 +3,7 @@
 # benchmark) from this repository's history, for one PostgreSQL major (the first argument,
 # default PG_MAJOR), into $PG_TREES/old/<version>-pg<major>/ (a `cargo pgrx package` tree: the
 # installation's pkglibdir/pg_seqgen.so and sharedir/extension/ below that root). The second
-# argument is the version: 0.1.0 (default), 0.2.0, 0.3.0 or 0.4.0.
+# argument is the version: 0.1.0 (default), 0.2.0, 0.3.0, 0.4.0 or 0.5.0.
 # Cached outside the clone, with the PostgreSQL trees (a released version never changes): a
 # second run, also from another clone, only prints the path.
 . "$(dirname "$0")/lib.sh"
@@ -14,6 +14,7 @@ case "$OLD_VERSION" in
     0.2.0) OLD_COMMIT=2273e80097c108e7589268e601b46e6038471c16 ;;  # the 0.2.0 release
     0.3.0) OLD_COMMIT=44a366ade532c4f6333c201352e4bd4f13ec9f55 ;;  # the 0.3.0 release
     0.4.0) OLD_COMMIT=9b29cc5e9d2930d83babd2d6cb022d35164a9991 ;;  # the 0.4.0 release
+    0.5.0) OLD_COMMIT=41fc6925a58537c81a5e4ba513a664f0373c0bab ;;  # the 0.5.0 release
     *) echo "unknown pg_seqgen version $OLD_VERSION" >&2; exit 1 ;;
 esac
 OLD="$PG_TREES/old"

@@ -22,7 +22,8 @@ CREATE TABLE seqgen.alloc (
     -- (opaque_from, 2^63 - 1], above everything issued in the clear.
     opaque_from pg_catalog.int8,
     -- Several independent servers sharing this tag: IDs are counter << node_bits | node_id
-    -- (seqgen.node_id of the server). Never decreases; not with opaque IDs.
+    -- (seqgen.node_id of the server, the group id on Citus). Set once. With opaque IDs (on
+    -- Citus only) the counter is permuted first, within (opaque_from, 2^63 - 1 >> node_bits].
     node_bits   pg_catalog.int4 NOT NULL DEFAULT 0
                 CHECK (node_bits OPERATOR(pg_catalog.>=) 0 AND node_bits OPERATOR(pg_catalog.<=) 16),
     -- The row's identity (with the table's OID): checked by the worker at load, prefetch and
@@ -38,8 +39,7 @@ CREATE TABLE seqgen.alloc (
     -- The last seqgen_restart: max_id before it and the max_id it set (seqgen_restart_undo
     -- takes it back while max_id is still restarted_to, i.e. nothing was reserved since).
     restarted_from pg_catalog.int8,
-    restarted_to   pg_catalog.int8,
-    CHECK (node_bits OPERATOR(pg_catalog.=) 0 OR opaque_from IS NULL)
+    restarted_to   pg_catalog.int8
 );
 COMMENT ON TABLE seqgen.alloc IS
     'pg_seqgen tags: max_id is the highest value ever reserved; it never decreases';

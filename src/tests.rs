@@ -1003,6 +1003,8 @@ mod tests {
         assert!(counters[0] > from);
         // an ID issued before the tag became opaque is its own counter value
         assert_eq!(one("SELECT seqgen_reveal('t_opaque', 3)"), 3);
+        // no ID is negative
+        assert_eq!(sqlstate("SELECT seqgen_reveal('t_opaque', -3)"), Some(ERRCODE_INVALID_PARAMETER_VALUE));
         assert_eq!(
             Spi::get_one::<bool>("SELECT opaque FROM seqgen_status() WHERE biz_tag = 't_opaque'").unwrap(),
             Some(true)

@@ -7,7 +7,7 @@
 #   2. the #[pg_test]s: cargo pgrx test pgNN, in a test cluster with pg_seqgen preloaded
 #   3. the integration and fault suite on that major's binaries: real clusters, concurrent
 #      sessions, crashes, standbys, dump/restore, operator faults, several databases, the
-#      upgrades from the released 0.1.0, 0.2.0, 0.3.0 and 0.4.0 (cargo test -p seqgen-integration;
+#      upgrades from the released 0.1.0, 0.2.0, 0.3.0, 0.4.0 and 0.5.0 (cargo test -p seqgen-integration;
 #      all built from history for the major by scripts/old_version.sh), the operation fuzzer,
 #      and on 15 a Citus cluster (Citus 13.2 built once from ../shared/citus: scripts/citus.sh)
 # and last, with 15 among them:
@@ -51,7 +51,8 @@ for major in $PG_MAJORS; do
     SEQGEN_OLD_PACKAGE_0_2_0=$(bash "$ROOT/scripts/old_version.sh" "$major" 0.2.0 | tail -1)
     SEQGEN_OLD_PACKAGE_0_3_0=$(bash "$ROOT/scripts/old_version.sh" "$major" 0.3.0 | tail -1)
     SEQGEN_OLD_PACKAGE_0_4_0=$(bash "$ROOT/scripts/old_version.sh" "$major" 0.4.0 | tail -1)
-    export SEQGEN_OLD_PACKAGE SEQGEN_OLD_PACKAGE_0_2_0 SEQGEN_OLD_PACKAGE_0_3_0 SEQGEN_OLD_PACKAGE_0_4_0  # SEQGEN_PG_CONFIG: use_major
+    SEQGEN_OLD_PACKAGE_0_5_0=$(bash "$ROOT/scripts/old_version.sh" "$major" 0.5.0 | tail -1)
+    export SEQGEN_OLD_PACKAGE SEQGEN_OLD_PACKAGE_0_2_0 SEQGEN_OLD_PACKAGE_0_3_0 SEQGEN_OLD_PACKAGE_0_4_0 SEQGEN_OLD_PACKAGE_0_5_0  # SEQGEN_PG_CONFIG: use_major
     # Citus (13.2, built once from the shared sources) on Debian's 15: the Citus tests
     if [ "$major" = 15 ] && [ -z "${SEQGEN_IN_ROOT:-}" ] && [ "${SEQGEN_SKIP_CITUS:-}" != 1 ]; then
         . "$ROOT/scripts/citus.sh"

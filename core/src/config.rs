@@ -14,7 +14,8 @@
 //! grants are made to match; `start_with` raises the numbering when it is above what the tag
 //! reserved (it never lowers it); `opaque` and `node_bits` can be set but not taken back; tags
 //! the document does not name are kept unless dropping is asked for. The opaque key stays out
-//! of documents. Bad documents are refused with the JSON path of the problem.
+//! of documents (a Citus coordinator hands its keys to its workers beside the document).
+//! Bad documents are refused with the JSON path of the problem.
 
 use std::collections::BTreeMap;
 
@@ -133,9 +134,6 @@ impl Config {
             if t.node_bits > MAX_NODE_BITS {
                 return Err(bad(at(".node_bits"), format!("node_bits is 0 to {MAX_NODE_BITS}, got {}", t.node_bits)));
             }
-            if t.opaque && t.node_bits > 0 {
-                return Err(bad(at(".opaque"), "opaque IDs cannot be combined with node bits"));
-            }
             if let Some(tpl) = &t.template {
                 let parsed = template::parse(&tpl.text).map_err(|e| bad(at(".template.text"), e.to_string()))?;
                 template::parse_time_zone(&tpl.time_zone).map_err(|e| bad(at(".template.time_zone"), e))?;
@@ -203,7 +201,6 @@ mod tests {
             (json!({"version": 1, "tags": {"a": {"stepp": 1}}}), "$.tags.a.stepp", "unknown field `stepp`"),
             (json!({"version": 1, "tags": {"a": {"start_with": 0}}}), "$.tags.a.start_with", "at least 1"),
             (json!({"version": 1, "tags": {"a": {"node_bits": 17}}}), "$.tags.a.node_bits", "0 to 16"),
-            (json!({"version": 1, "tags": {"a": {"opaque": true, "node_bits": 2}}}), "$.tags.a.opaque", "node bits"),
             (
                 json!({"version": 1, "tags": {"a": {"template": {"text": "X{seq:0}"}}}}),
                 "$.tags.a.template.text",

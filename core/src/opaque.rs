@@ -85,10 +85,24 @@ impl Domain {
     /// issued in the clear before), up to the largest bigint. `None` when less than half of
     /// the 63-bit range is left (cycle-walking would get slow).
     pub fn ids_above(from: i64) -> Option<Domain> {
-        if !(0..=(1i64 << 62)).contains(&from) {
+        Domain::counters_above(from, 0)
+    }
+
+    /// Opaque counter values of a node-interleaved tag with `node_bits` node bits (an ID is
+    /// `permuted counter << node_bits | node`): above `from`, up to `i64::MAX >> node_bits`.
+    /// `None` when less than half of that range is left, or for more than 16 node bits.
+    pub fn counters_above(from: i64, node_bits: u32) -> Option<Domain> {
+        if node_bits > 16 || !(0..=(1i64 << (62 - node_bits))).contains(&from) {
             return None;
         }
-        Domain::new(from as u64 + 1, i64::MAX as u64)
+        Domain::new(from as u64 + 1, (i64::MAX >> node_bits) as u64)
+    }
+
+    /// Where the opaque counter values of a node-interleaved tag start on Citus: the upper
+    /// half of its counter range, the same on every node, so that any node can take an ID of
+    /// any other apart (each node's values at or below it may have been issued in the clear).
+    pub fn citus_opaque_from(node_bits: u32) -> i64 {
+        1i64 << (62 - node_bits.min(16))
     }
 
     /// The N-digit counter values of an order-number template: 1 to 10^N - 1.
@@ -267,10 +281,36 @@ mod tests {
         assert!(Domain::ids_above(-1).is_none());
         let d = Domain::ids_above(1000).unwrap();
         assert!(!d.contains(1000) && d.contains(1001) && d.contains(i64::MAX as u64));
+        // interleaved counters: the permuted counter still fits its place below the node bits
+        let from = Domain::citus_opaque_from(8);
+        let d = Domain::counters_above(from, 8).unwrap();
+        assert!(!d.contains(from as u64) && d.contains(from as u64 + 1));
+        assert!(d.contains((i64::MAX >> 8) as u64) && !d.contains((i64::MAX >> 8) as u64 + 1));
+        assert!(Domain::counters_above(from + 1, 8).is_none());
+        assert!(Domain::counters_above(0, 17).is_none());
         assert!(Key::from_bytes(&[0u8; 31]).is_none());
     }
 
     proptest! {
+        /// An opaque interleaved ID keeps its node in the low bits and stays a positive bigint,
+        /// and the permuted counter comes back.
+        #[test]
+        fn interleaved_opaque_ids_round_trip(bits in 1u32..=16, node_frac in 0.0f64..1.0, c_frac in 0.0f64..1.0, seed in any::<u8>()) {
+            let from = Domain::citus_opaque_from(bits);
+            let d = Domain::counters_above(from, bits).unwrap();
+            let top = i64::MAX >> bits;
+            let c = from + 1 + ((top - from - 1) as f64 * c_frac) as i64;
+            let node = (((1u64 << bits) - 1) as f64 * node_frac) as u32;
+            let k = key(seed);
+            let p = d.permute(&k, 0, c as u64) as i64;
+            let id = crate::adaptive::interleave(p, bits, node);
+            prop_assert!(id > 0);
+            let (back, n) = crate::adaptive::split(id, bits);
+            prop_assert_eq!(n, node);
+            prop_assert!(back > from);
+            prop_assert_eq!(d.unpermute(&k, 0, back as u64) as i64, c);
+        }
+
         #[test]
         fn permute_then_unpermute(lo in 0u64..1_000_000, width in 1u64..(1u64 << 40), x_frac in 0.0f64..1.0, tweak in any::<u64>(), seed in any::<u8>()) {
             let d = Domain::new(lo, lo + width).unwrap();

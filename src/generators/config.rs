@@ -110,7 +110,7 @@ fn apply(value: &serde_json::Value, drop_missing: bool) -> Result<Vec<(String, S
 
 /// On a Citus worker (the allocator, `background::citus`): make this node's tags the
 /// coordinator's. `value` is what `seqgen_cluster_definitions` returned there: the
-/// document of every tag and their owners. Every node keeps its own counters: `start_with`
+/// document of every tag, their owners and their opaque keys. Every node keeps its own counters: `start_with`
 /// only starts a tag new here, and never moves an existing one. Returns the changes.
 pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Vec<(String, String)>> {
     let bad = |what: &str| SeqgenError::InvalidArgument(format!("the coordinator's definitions: {what}"));
@@ -122,7 +122,16 @@ pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Vec<(S
             t.start_with = None;
         }
     }
-    let mut done = apply_doc(&doc, &have, true)?;
+    // The coordinator's keys: a key made here while applying is the coordinator's (a key in
+    // use here is never replaced: IDs and numbers permuted with two keys could meet).
+    let keys: BTreeMap<String, String> = value
+        .get("keys")
+        .and_then(|k| k.as_object())
+        .into_iter()
+        .flatten()
+        .map(|(tag, hex)| Ok((tag.clone(), hex.as_str().ok_or_else(|| bad("a key is not a string"))?.to_string())))
+        .collect::<Result<_>>()?;
+    let mut done = opaque::with_keys(keys, || apply_doc(&doc, &have, true))?;
     let owners = value.get("owners").and_then(|o| o.as_object()).ok_or_else(|| bad("no \"owners\""))?;
     for (tag, owner) in owners {
         let Some(owner) = owner.as_str() else { continue };
@@ -147,7 +156,7 @@ pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Vec<(S
 }
 
 /// What `seqgen_cluster_definitions` hands a Citus worker: the version of the definitions,
-/// and, when it differs from `known`, every tag's document and owner.
+/// and, when it differs from `known`, every tag's document, owner and opaque key.
 pub(crate) fn cluster_definitions(known: Option<&str>) -> Result<serde_json::Value> {
     let version: String = as_superuser(|| {
         Spi::get_one::<String>(
@@ -160,16 +169,24 @@ pub(crate) fn cluster_definitions(known: Option<&str>) -> Result<serde_json::Val
         return Ok(serde_json::json!({ "version": version }));
     }
     let tags: BTreeMap<String, TagConfig> = current()?.into_iter().map(|(name, c)| (name, c.config)).collect();
-    let owners: BTreeMap<String, String> = as_superuser(|| {
+    let owners = tag_map("SELECT biz_tag, owner::pg_catalog.text FROM seqgen.alloc")?;
+    // the opaque keys: every node permutes with the coordinator's, so that any node takes any
+    // node's IDs and numbers apart (they travel over Citus's own connection, to a superuser)
+    let keys = tag_map("SELECT biz_tag, pg_catalog.encode(key, 'hex') FROM seqgen.opaque_key")?;
+    let doc = Config { version: config::VERSION, tags };
+    Ok(serde_json::json!({ "version": version, "config": doc, "owners": owners, "keys": keys }))
+}
+
+/// A text per tag, read by `sql` (two text columns) with the extension's privileges.
+fn tag_map(sql: &str) -> Result<BTreeMap<String, String>> {
+    as_superuser(|| {
         Spi::connect(|c| {
-            c.select("SELECT biz_tag, owner::pg_catalog.text FROM seqgen.alloc", None, &[])?
+            c.select(sql, None, &[])?
                 .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?.unwrap_or_default())))
                 .collect::<std::result::Result<BTreeMap<_, _>, pgrx::spi::Error>>()
         })
     })
-    .map_err(spi_err)?;
-    let doc = Config { version: config::VERSION, tags };
-    Ok(serde_json::json!({ "version": version, "config": doc, "owners": owners }))
+    .map_err(spi_err)
 }
 
 /// The definitions of this database's tags for the Citus workers (see

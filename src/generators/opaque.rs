@@ -6,18 +6,21 @@
 //! tag's shared-memory slot, so drawing IDs needs no table; the reveal functions read it from
 //! the table with the caller's privileges, so ordinary roles are refused.
 
+use std::collections::BTreeMap;
+
 use pgrx::prelude::*;
 use seqgen_core::opaque::{Domain, Key, KEY_BYTES};
 use seqgen_core::template;
 
 use crate::plumbing::catalog::first_row;
 use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
-use crate::plumbing::guc;
+use crate::plumbing::{guc, node};
 
-/// The opaque ID for counter value `v` of a tag whose IDs are permuted above `from` with `key`.
+/// The opaque counter value for counter value `v` of a tag whose counter values are permuted
+/// above `from` with `key` (its ID, for a tag without node bits).
 #[inline]
-pub fn permute_with(from: i64, key: &Key, v: i64) -> i64 {
-    match Domain::ids_above(from) {
+pub fn permute_with(from: i64, node_bits: u32, key: &Key, v: i64) -> i64 {
+    match Domain::counters_above(from, node_bits) {
         Some(d) if d.contains(v as u64) => d.permute(key, 0, v as u64) as i64,
         // cannot happen: the worker reserves opaque values only above `from`
         _ => SeqgenError::Internal(format!("opaque value {v} outside its domain")).raise(),
@@ -37,12 +40,39 @@ fn new_key() -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Give `tag` a key if it has none (in the caller's transaction).
+thread_local! {
+    /// While a Citus worker applies the coordinator's definitions: the coordinator's keys (hex).
+    static GIVEN_KEYS: std::cell::RefCell<Option<BTreeMap<String, String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with `keys` (tag -> key in hex) as the keys that tags given a key in it get.
+pub(crate) fn with_keys<R>(keys: BTreeMap<String, String>, f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            GIVEN_KEYS.with(|k| k.borrow_mut().take());
+        }
+    }
+    GIVEN_KEYS.with(|k| *k.borrow_mut() = Some(keys));
+    let _reset = Reset;
+    f()
+}
+
+/// Give `tag` a key if it has none (in the caller's transaction): the coordinator's, when a
+/// Citus worker applies its definitions (checked by the table: 32 bytes), else a new one.
 pub fn ensure_key(tag: &str) -> Result<()> {
-    Spi::run_with_args(
-        "INSERT INTO seqgen.opaque_key (biz_tag, key) VALUES ($1, $2) ON CONFLICT (biz_tag) DO NOTHING",
-        &[tag.into(), new_key()?.into()],
-    )
+    let given = GIVEN_KEYS.with(|k| k.borrow().as_ref().and_then(|m| m.get(tag).cloned()));
+    match given {
+        Some(hex) => Spi::run_with_args(
+            "INSERT INTO seqgen.opaque_key (biz_tag, key) VALUES ($1, pg_catalog.decode($2, 'hex')) \
+             ON CONFLICT (biz_tag) DO NOTHING",
+            &[tag.into(), hex.into()],
+        ),
+        None => Spi::run_with_args(
+            "INSERT INTO seqgen.opaque_key (biz_tag, key) VALUES ($1, $2) ON CONFLICT (biz_tag) DO NOTHING",
+            &[tag.into(), new_key()?.into()],
+        ),
+    }
     .map_err(spi_err)
 }
 
@@ -72,23 +102,33 @@ fn make_opaque_locked(tag: &str) -> Result<()> {
     let Some((max_id, opaque_from, node_bits)) = row else {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     };
-    if node_bits.unwrap_or(0) > 0 {
-        // each server would permute with its own key: their IDs could meet
-        return Err(SeqgenError::Unsupported("opaque IDs cannot be combined with node bits".into()));
-    }
     if opaque_from.is_some() {
         return Ok(()); // already opaque
     }
     let max_id = max_id.unwrap_or(0);
-    if Domain::ids_above(max_id).is_none() {
+    let bits = node_bits.unwrap_or(0).max(0) as u32;
+    // Without node bits the opaque values start above everything issued (`max_id`). A
+    // node-interleaved tag is opaque on Citus only, where every node has the coordinator's key
+    // (elsewhere each server would take its apart with its own): its opaque counter values
+    // are the upper half of its counter range on every node, so any node can take any node's
+    // ID apart, and this node's counter jumps there.
+    let from = match bits {
+        0 => max_id,
+        _ if node::is_citus(crate::plumbing::directory::attach()?) => Domain::citus_opaque_from(bits),
+        _ => return Err(SeqgenError::Unsupported(
+            "opaque IDs cannot be combined with node bits outside Citus (each server would permute with its own key)"
+                .into(),
+        )),
+    };
+    if max_id > from || Domain::counters_above(from, bits).is_none() {
         return Err(SeqgenError::InvalidArgument(format!(
-            "tag \"{tag}\" has used more than half of the bigint range (max_id {max_id}); opaque IDs need the upper half free"
+            "tag \"{tag}\" has used more than half of its range (max_id {max_id}); opaque IDs need the upper half free"
         )));
     }
     ensure_key(tag)?;
     Spi::run_with_args(
-        "UPDATE seqgen.alloc SET opaque_from = max_id WHERE biz_tag OPERATOR(pg_catalog.=) $1",
-        &[tag.into()],
+        "UPDATE seqgen.alloc SET opaque_from = $2, max_id = $2 WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+        &[tag.into(), from.into()],
     )
     .map_err(spi_err)?;
     // From the commit on, no plain value is handed out: what is left of the segments reserved
@@ -98,7 +138,9 @@ fn make_opaque_locked(tag: &str) -> Result<()> {
 }
 
 /// For support staff: the counter value behind an opaque ID (an ID issued before the tag
-/// became opaque is its own counter value). Reads the key with the caller's privileges.
+/// became opaque is its own counter value). Reads the key with the caller's privileges. For a
+/// node-interleaved tag (on Citus) it is the counter value of the node in the ID's low
+/// `node_bits` bits, on any node.
 #[pg_extern(volatile, parallel_safe)]
 fn seqgen_reveal(biz_tag: &str, id: i64) -> i64 {
     reveal(biz_tag, id).or_raise()
@@ -108,26 +150,31 @@ fn reveal(tag: &str, id: i64) -> Result<i64> {
     check_tag(tag)?;
     let row = crate::plumbing::session::bounded_lock_wait(|| {
         first_row(
-            "SELECT a.opaque_from, k.key FROM seqgen.alloc a \
+            "SELECT a.opaque_from, k.key, a.node_bits FROM seqgen.alloc a \
          LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) a.biz_tag \
          WHERE a.biz_tag OPERATOR(pg_catalog.=) $1",
             &[tag.into()],
             false,
-            |r| r.get_two::<i64, Vec<u8>>(),
+            |r| r.get_three::<i64, Vec<u8>, i32>(),
         )
     })?;
-    let Some((from, key)) = row else {
+    let Some((from, key, bits)) = row else {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     };
     let Some(from) = from else {
         return Err(SeqgenError::NotOpaque(tag.to_string()));
     };
-    if id <= from {
-        return Ok(id);
+    let bits = bits.unwrap_or(0).clamp(0, 16) as u32;
+    if id < 0 {
+        return Err(SeqgenError::InvalidArgument(format!("{id} is not an ID of tag \"{tag}\"")));
+    }
+    let (counter, _node) = seqgen_core::adaptive::split(id, bits);
+    if counter <= from {
+        return Ok(counter);
     }
     let key = key.as_deref().and_then(Key::from_bytes).ok_or_else(|| SeqgenError::NotOpaque(tag.to_string()))?;
-    let d = Domain::ids_above(from).ok_or_else(|| SeqgenError::Internal("opaque domain".into()))?;
-    Ok(d.unpermute(&key, 0, id as u64) as i64)
+    let d = Domain::counters_above(from, bits).ok_or_else(|| SeqgenError::Internal("opaque domain".into()))?;
+    Ok(d.unpermute(&key, 0, counter as u64) as i64)
 }
 
 /// For support staff: the counter value (within its period) behind an order number of a tag
@@ -155,10 +202,24 @@ fn reveal_order_no(tag: &str, number: &str) -> Result<i64> {
     };
     let t = template::parse(&text.unwrap_or_default()).map_err(|e| SeqgenError::InvalidArgument(e.to_string()))?;
     let key = key.as_deref().and_then(Key::from_bytes);
-    let node = guc::NODE_ID.get().max(0) as u32;
-    t.reveal(number, node, tag, key).map(|(_, counter)| counter as i64).ok_or_else(|| {
+    nodes()?.into_iter().find_map(|node| t.reveal(number, node, tag, key)).map(|(_, counter)| counter as i64).ok_or_else(|| {
         SeqgenError::InvalidArgument(format!(
             "\"{number}\" does not match the template of tag \"{tag}\" (or the template lacks the full date of its period)"
         ))
     })
+}
+
+/// The node ids an order number of this database may carry: this server's `seqgen.node_id`,
+/// or on Citus every group `pg_dist_node` lists (numbers of any node are taken apart on any
+/// node: they share the coordinator's key).
+fn nodes() -> Result<Vec<u32>> {
+    if !node::is_citus(crate::plumbing::directory::attach()?) {
+        return Ok(vec![guc::NODE_ID.get().max(0) as u32]);
+    }
+    Spi::connect(|c| {
+        c.select("SELECT DISTINCT groupid::pg_catalog.int8 FROM pg_catalog.pg_dist_node ORDER BY 1", None, &[])?
+            .map(|r| r.get::<i64>(1).map(|g| g.unwrap_or(0).max(0) as u32))
+            .collect::<std::result::Result<Vec<u32>, pgrx::spi::Error>>()
+    })
+    .map_err(spi_err)
 }

@@ -186,24 +186,34 @@ impl Presenter {
             // a tag without node bits in a Citus database: its values would meet other nodes'
             return Err(SeqgenError::CitusNeedsNodeBits(tag.to_string()));
         }
-        if mode & MODE_OPAQUE != 0 {
+        let key = if mode & MODE_OPAQUE != 0 {
             let key = r.slot.key().ok_or_else(|| SeqgenError::Internal("opaque segment without its key".into()))?;
-            return Ok(Presenter { mode, key: Some((r.slot.opaque_from.load(Ordering::Acquire), key)), node: 0 });
-        }
+            Some((r.slot.opaque_from.load(Ordering::Acquire), key))
+        } else {
+            None
+        };
         let bits = ((mode >> 8) & 0xff) as u32;
+        if bits == 0 {
+            return Ok(Presenter { mode, key, node: 0 });
+        }
         let node = node_here()?;
         if node as u64 >= 1u64 << bits {
             return Err(SeqgenError::NodeDoesNotFit { node, bits });
         }
-        Ok(Presenter { mode, key: None, node })
+        Ok(Presenter { mode, key, node })
     }
 
     #[inline]
     fn present(&self, v: i64) -> i64 {
+        let bits = ((self.mode >> 8) & 0xff) as u32;
         match self.key {
-            Some((from, key)) => crate::generators::opaque::permute_with(from, &key, v),
+            Some((from, key)) if bits == 0 => crate::generators::opaque::permute_with(from, 0, &key, v),
+            // opaque on Citus: the permuted counter, interleaved with the node
+            Some((from, key)) => {
+                interleave(crate::generators::opaque::permute_with(from, bits, &key, v), bits, self.node)
+            }
             None if self.mode == 0 => v,
-            None => interleave(v, ((self.mode >> 8) & 0xff) as u32, self.node),
+            None => interleave(v, bits, self.node),
         }
     }
 }

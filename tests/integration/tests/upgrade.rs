@@ -1,11 +1,11 @@
-//! Upgrading from the released 0.1.0, 0.2.0, 0.3.0 and 0.4.0: install it, use every generator, install this
+//! Upgrading from the released 0.1.0, 0.2.0, 0.3.0, 0.4.0 and 0.5.0: install it, use every generator, install this
 //! version's files, restart, `ALTER EXTENSION pg_seqgen UPDATE`, and draw on with nothing
 //! repeated. The upgraded catalog must be the one a fresh install creates.
 //!
 //! The old versions are built from this repository's history by `scripts/old_version.sh`
 //! for the major under test (`tests/run.sh` runs it and passes their paths in
-//! `SEQGEN_OLD_PACKAGE`, `SEQGEN_OLD_PACKAGE_0_2_0`, `SEQGEN_OLD_PACKAGE_0_3_0` and
-//! `SEQGEN_OLD_PACKAGE_0_4_0`). Both versions run from a private PostgreSQL tree (real copies of
+//! `SEQGEN_OLD_PACKAGE`, `SEQGEN_OLD_PACKAGE_0_2_0`, `SEQGEN_OLD_PACKAGE_0_3_0`,
+//! `SEQGEN_OLD_PACKAGE_0_4_0` and `SEQGEN_OLD_PACKAGE_0_5_0`). Both versions run from a private PostgreSQL tree (real copies of
 //! `postgres` and `pg_ctl`, links to the rest of the installation), so the installation under
 //! test keeps this version.
 
@@ -82,7 +82,7 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
 }
 
 /// This version.
-const NEW: &str = "0.5.0";
+const NEW: &str = "0.6.0";
 
 #[test]
 fn upgrade_from_0_1_0_repeats_nothing() {
@@ -113,6 +113,14 @@ fn upgrade_from_0_4_0_repeats_nothing() {
         "SEQGEN_OLD_PACKAGE_0_4_0: the 0.4.0 package tree (run scripts/old_version.sh <major> 0.4.0; tests/run.sh does)",
     );
     upgrade(&old, "0.4.0", 56704);
+}
+
+#[test]
+fn upgrade_from_0_5_0_repeats_nothing() {
+    let old = std::env::var("SEQGEN_OLD_PACKAGE_0_5_0").expect(
+        "SEQGEN_OLD_PACKAGE_0_5_0: the 0.5.0 package tree (run scripts/old_version.sh <major> 0.5.0; tests/run.sh does)",
+    );
+    upgrade(&old, "0.5.0", 56705);
 }
 
 fn upgrade(old: &str, from: &str, port: u16) {
@@ -192,6 +200,7 @@ fn upgrade(old: &str, from: &str, port: u16) {
             "pg_seqgen--0.2.0--0.3.0.sql",
             "pg_seqgen--0.3.0--0.4.0.sql",
             "pg_seqgen--0.4.0--0.5.0.sql",
+            "pg_seqgen--0.5.0--0.6.0.sql",
         ],
     );
     run(&format!("cp {old}{ext}/pg_seqgen--{from}.sql {TREE}{ext}/", ext = ext()));
@@ -221,7 +230,7 @@ fn upgrade(old: &str, from: &str, port: u16) {
     // so a change that could repeat today's numbers is refused
     let mut cl = c.connect();
     let open: bool = cl.query_one("SELECT bool_and(public_draw) FROM seqgen.alloc", &[]).unwrap().get(0);
-    if from == "0.4.0" {
+    if from == "0.4.0" || from == "0.5.0" {
         // 0.4.0 made its tags with privileges of their own: they stay as they were
         assert!(!open, "tags of 0.4.0 became open to every role after the upgrade");
     } else {
