@@ -469,6 +469,129 @@ fn citus_definitions_follow_the_coordinator() {
     assert!(cl.workers[0].log().contains("reading the tag definitions from the Citus coordinator failed"));
 }
 
+/// Opaque tags on Citus: made opaque once on the coordinator, every node permutes with the
+/// coordinator's key (carried with the definitions) in its own lane (the group in the low 8
+/// bits), and any node takes any node's IDs and order numbers apart.
+#[test]
+fn citus_opaque_tags_are_unique_and_revealed_on_every_node() {
+    if !citus_here() {
+        return;
+    }
+    let cl = Citus::start(56360);
+    let ports = cl.ports();
+    let mut c = cl.coord.connect();
+    let draw =
+        |port: u16, sql: &str| -> Vec<i64> { tcp(port).query(sql, &[]).unwrap().iter().map(|r| r.get(0)).collect() };
+    // IDs in the clear first, on every node
+    let mut all = Ledger::default();
+    for &p in &ports {
+        all.add(draw(p, "SELECT seqgen_next('order') FROM generate_series(1, 300)"));
+    }
+    c.batch_execute(
+        "SELECT seqgen_make_opaque('order'); \
+         SELECT seqgen_create('opq_ord', 20); \
+         SELECT seqgen_set_template('opq_ord', 'O{node:3}-{yyyy}{MM}{dd}-{seq:6:opaque}')",
+    )
+    .unwrap();
+    // the workers follow within their sync period
+    let from: i64 = 1 << 54; // the upper half of a counter below 8 node bits
+    for &p in &ports[1..] {
+        let t = recovery_time(Duration::from_secs(15), || {
+            tcp(p)
+                .query_one("SELECT opaque_from IS NOT NULL FROM seqgen.alloc WHERE biz_tag = 'order'", &[])
+                .is_ok_and(|r| r.get::<_, bool>(0))
+        });
+        println!("port {p} had the tag opaque {t:?} after the coordinator made it so");
+    }
+    // one key on every node: the coordinator's
+    let keys: Vec<String> = c
+        .query(
+            "SELECT result FROM run_command_on_all_nodes($$SELECT encode(key, 'hex') FROM seqgen.opaque_key WHERE biz_tag = 'order'$$)",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    println!(
+        "the key of 'order' on the 3 nodes: {} distinct",
+        keys.iter().collect::<std::collections::HashSet<_>>().len()
+    );
+    assert_eq!(keys.len(), 3);
+    assert!(keys.iter().all(|k| k.len() == 64 && *k == keys[0]), "the nodes permute with different keys: {keys:?}");
+    // opaque IDs through every node (single draws and batches), one worker crashing between
+    let mut drawn: Vec<(usize, Vec<i64>)> = vec![];
+    for round in 0..2 {
+        for (i, &p) in ports.iter().enumerate() {
+            let mut ids = draw(p, "SELECT seqgen_next('order') FROM generate_series(1, 1000)");
+            ids.extend(draw(p, "SELECT seqgen_next_batch('order', 700)"));
+            all.add(ids.iter().copied());
+            drawn.push((i, ids));
+        }
+        if round == 0 {
+            cl.workers[0].stop("immediate");
+            cl.workers[0].start();
+        }
+    }
+    let outside: usize =
+        drawn.iter().map(|(i, ids)| ids.iter().filter(|&&v| v & 255 != *i as i64 || v >> 8 <= from).count()).sum();
+    println!(
+        "'order' (opaque on Citus): {} IDs through 3 nodes, {} twice, {outside} outside their node's lane or in the clear",
+        all.total,
+        all.duplicates()
+    );
+    all.assert_unique("opaque IDs across the Citus cluster");
+    assert_eq!(outside, 0, "opaque IDs outside their node's lane, or in the clear");
+    // taken apart on another node: the node's counter, increasing in drawing order
+    for (i, ids) in &drawn {
+        let other = ports[(i + 1) % ports.len()];
+        let counters: Vec<i64> = tcp(other)
+            .query(
+                "SELECT seqgen_reveal('order', id) FROM unnest($1::bigint[]) WITH ORDINALITY u(id, o) ORDER BY o",
+                &[ids],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(counters.windows(2).all(|w| w[0] < w[1]), "node {i}: revealed counters out of drawing order");
+        assert!(counters[0] > from, "node {i}: revealed counter {} not above {from}", counters[0]);
+    }
+    // opaque order numbers: the same key everywhere, the node in the number
+    let mut numbers: Vec<String> = vec![];
+    for &p in &ports {
+        let got: Vec<String> = tcp(p)
+            .query("SELECT seqgen_order_no('opq_ord') FROM generate_series(1, 300)", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let counters: Vec<i64> = c
+            .query("SELECT seqgen_reveal_order_no('opq_ord', n) FROM unnest($1::text[]) WITH ORDINALITY u(n, o) ORDER BY o", &[&got])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(
+            counters,
+            (1..=300).collect::<Vec<i64>>(),
+            "port {p}: the coordinator took the numbers apart wrongly"
+        );
+        numbers.extend(got);
+    }
+    println!(
+        "'opq_ord': {} numbers through 3 nodes, e.g. {} / {}",
+        numbers.len(),
+        numbers[0],
+        numbers[numbers.len() - 1]
+    );
+    assert_unique_numbers("opaque order numbers across the Citus cluster", &numbers);
+    // outside Citus an interleaved tag still cannot be opaque (tests.rs); here a tag of the
+    // coordinator's that is opaque for good stays so
+    let e = c.batch_execute("UPDATE seqgen.alloc SET opaque_from = NULL WHERE biz_tag = 'order'").unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("23514"), "{e:?}");
+}
+
 #[test]
 fn citus_promoted_clone_continues_above_its_primary() {
     if !citus_here() {
@@ -561,6 +684,9 @@ fn citus_operation_fuzzer() {
     let mut sf = Ledger::default();
     let mut ord: HashMap<String, HashSet<String>> = HashMap::new();
     let mut counts: HashMap<&'static str, (usize, usize)> = HashMap::new();
+    // tags made opaque on the coordinator, and the IDs of each tag's last single draw
+    let mut opaque: HashSet<String> = HashSet::new();
+    let mut last_next: HashMap<String, Vec<i64>> = HashMap::new();
     let mut events: HashMap<&'static str, usize> = HashMap::new();
     let bound = Duration::from_secs(20);
     // what a caller may be told: the tag is not (yet, or no longer) there, it has no template,
@@ -575,11 +701,23 @@ fn citus_operation_fuzzer() {
             let n = live[rng.random_range(0..live.len())];
             let tag = tags.iter().nth(rng.random_range(0..tags.len())).cloned().unwrap_or_default();
             let k = rng.random_range(1..40);
-            let (kind, sql) = match rng.random_range(0..4) {
+            let (kind, sql) = match rng.random_range(0..7) {
                 0 => ("next", format!("SELECT seqgen_next('{tag}')::text FROM generate_series(1, {k})")),
                 1 => ("batch", format!("SELECT b::text FROM seqgen_next_batch('{tag}', {k}) b")),
                 2 => ("snowflake", format!("SELECT seqgen_snowflake()::text FROM generate_series(1, {k})")),
-                _ => ("order_no", format!("SELECT seqgen_order_no('{tag}') FROM generate_series(1, {k})")),
+                3 => ("order_no", format!("SELECT seqgen_order_no('{tag}') FROM generate_series(1, {k})")),
+                // this node's identity: its group
+                4 => ("node", "SELECT node_id::text FROM seqgen_node()".to_string()),
+                // every node's, as this node sees it through Citus
+                5 => (
+                    "cluster_nodes",
+                    "SELECT CASE WHEN reachable THEN node_id::text ELSE 'down' END FROM seqgen_cluster_nodes()".to_string(),
+                ),
+                // an ID of an opaque tag, taken apart on this node (whichever node drew it)
+                _ => match last_next.get(&tag).filter(|_| opaque.contains(&tag)) {
+                    Some(ids) => ("reveal", format!("SELECT seqgen_reveal('{tag}', id)::text FROM unnest('{{{}}}'::bigint[]) WITH ORDINALITY u(id, o) ORDER BY o", ids.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(","))),
+                    None => ("next", format!("SELECT seqgen_next('{tag}')::text FROM generate_series(1, {k})")),
+                },
             };
             what = kind;
             let mut c = tcp(ports[n]);
@@ -601,7 +739,52 @@ fn citus_operation_fuzzer() {
                                 );
                             }
                         }
-                        _ => seg.entry(tag.clone()).or_default().add(vals.iter().map(|v| v.parse::<i64>().unwrap())),
+                        "node" => assert_eq!(
+                            vals,
+                            vec![n.to_string()],
+                            "step {step} (seed {seed}): seqgen_node() on port {} is not its Citus group",
+                            ports[n]
+                        ),
+                        "cluster_nodes" => {
+                            // one row per node; the nodes that answer, each with its own group
+                            assert_eq!(vals.len(), 3, "step {step} (seed {seed}): seqgen_cluster_nodes(): {vals:?}");
+                            let up: Vec<&String> = vals.iter().filter(|v| *v != "down").collect();
+                            let distinct: HashSet<&&String> = up.iter().collect();
+                            assert_eq!(
+                                distinct.len(),
+                                up.len(),
+                                "step {step} (seed {seed}): two nodes with one id: {vals:?}"
+                            );
+                            for v in &up {
+                                let g: usize = v.parse().unwrap();
+                                assert!(
+                                    g < 3 && !down.contains(&g),
+                                    "step {step} (seed {seed}): seqgen_cluster_nodes(): {vals:?}"
+                                );
+                            }
+                        }
+                        "reveal" => {
+                            // one session's draw in one statement: its counters increase
+                            let counters: Vec<i64> = vals.iter().map(|v| v.parse().unwrap()).collect();
+                            assert!(
+                                counters.windows(2).all(|w| w[0] < w[1]),
+                                "step {step} (seed {seed}): IDs of {tag} taken apart on port {} out of order: {counters:?}",
+                                ports[n]
+                            );
+                        }
+                        _ => {
+                            let ids: Vec<i64> = vals.iter().map(|v| v.parse().unwrap()).collect();
+                            // every segment ID carries the group of the node that drew it
+                            assert!(
+                                ids.iter().all(|v| v & 255 == n as i64),
+                                "step {step} (seed {seed}): {tag} on port {} issued an ID outside its lane: {ids:?}",
+                                ports[n]
+                            );
+                            if kind == "next" {
+                                last_next.insert(tag.clone(), ids.clone());
+                            }
+                            seg.entry(tag.clone()).or_default().add(ids);
+                        }
                     }
                 }
                 Err(err) => {
@@ -634,6 +817,8 @@ fn citus_operation_fuzzer() {
                 3 | 4 => format!("SELECT seqgen_grant('{tag}', 'public')"),
                 5 => format!("SELECT seqgen_revoke('{tag}', 'public')"),
                 6 if tags.len() > 2 => format!("SELECT seqgen_drop('{tag}')"),
+                7 => format!("SELECT seqgen_make_opaque('{tag}')"),
+                8 => format!("SELECT seqgen_set_template('{tag}', 'H{{node:3}}{{yyyy}}{{MM}}{{dd}}-{{seq:6:opaque}}')"),
                 _ => {
                     next_name += 1;
                     format!("SELECT seqgen_create('f{next_name}', {})", rng.random_range(1..300))
@@ -651,6 +836,11 @@ fn citus_operation_fuzzer() {
                     }
                     if sql.contains("seqgen_drop") {
                         tags.remove(&tag);
+                        opaque.remove(&tag);
+                        last_next.remove(&tag);
+                    }
+                    if sql.contains("seqgen_make_opaque") {
+                        opaque.insert(tag.clone());
                     }
                 }
                 Err(err) => {
