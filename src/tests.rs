@@ -1087,6 +1087,11 @@ mod tests {
         // a plain tag cannot be given an opaque_from below its max_id by hand
         autonomous("UPDATE seqgen.alloc SET max_id = 500 WHERE biz_tag = 't_not_opaque'");
         refused("UPDATE seqgen.alloc SET opaque_from = 10 WHERE biz_tag = 't_not_opaque'", ERRCODE_CHECK_VIOLATION);
+        // a restart before the tag became opaque cannot be undone after it (max_id would go
+        // below opaque_from)
+        autonomous("SELECT seqgen_create('t_opaque_undo'); SELECT seqgen_restart('t_opaque_undo', 1000)");
+        autonomous("SELECT seqgen_make_opaque('t_opaque_undo')");
+        refused("SELECT seqgen_restart_undo('t_opaque_undo')", ERRCODE_INVALID_PARAMETER_VALUE);
         // dropping the tag takes its key with it
         autonomous("SELECT seqgen_drop('t_opaque_guard')");
         assert_eq!(one("SELECT count(*) FROM seqgen.opaque_key WHERE biz_tag = 't_opaque_guard'"), 0);

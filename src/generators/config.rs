@@ -118,7 +118,9 @@ pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Vec<(S
         .map_err(|e| SeqgenError::InvalidArgument(e.to_string()))?;
     let have = current()?;
     for (name, t) in doc.tags.iter_mut() {
-        if have.contains_key(name) {
+        // every node counts on its own: the coordinator's counter starts nothing here (and an
+        // opaque tag's, in the upper half of the range, would leave no room to become opaque)
+        if have.contains_key(name) || t.opaque {
             t.start_with = None;
         }
     }
@@ -158,6 +160,10 @@ pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Vec<(S
 /// What `seqgen_cluster_definitions` hands a Citus worker: the version of the definitions,
 /// and, when it differs from `known`, every tag's document, owner and opaque key.
 pub(crate) fn cluster_definitions(known: Option<&str>) -> Result<serde_json::Value> {
+    // it hands out the opaque keys, which seqgen.opaque_key shows only to its grantees
+    if !unsafe { pg_sys::superuser() } {
+        return Err(SeqgenError::SuperuserOnly("seqgen_cluster_definitions()"));
+    }
     let version: String = as_superuser(|| {
         Spi::get_one::<String>(
             "SELECT pg_catalog.format('%s:%s', d.tableoid::pg_catalog.oid, d.version) FROM seqgen.definitions d",

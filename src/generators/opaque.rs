@@ -19,9 +19,11 @@ use crate::plumbing::{guc, node};
 /// The opaque counter value for counter value `v` of a tag whose counter values are permuted
 /// above `from` with `key` (its ID, for a tag without node bits).
 #[inline]
-pub fn permute_with(from: i64, node_bits: u32, key: &Key, v: i64) -> i64 {
+pub fn permute_with(from: i64, node_bits: u32, node: u32, key: &Key, v: i64) -> i64 {
     match Domain::counters_above(from, node_bits) {
-        Some(d) if d.contains(v as u64) => d.permute(key, 0, v as u64) as i64,
+        // each node permutes with its own tweak: with one key everywhere, the k-th IDs of two
+        // nodes would otherwise differ only in the node bits
+        Some(d) if d.contains(v as u64) => d.permute(key, node as u64, v as u64) as i64,
         // cannot happen: the worker reserves opaque values only above `from`
         _ => SeqgenError::Internal(format!("opaque value {v} outside its domain")).raise(),
     }
@@ -61,7 +63,17 @@ pub(crate) fn with_keys<R>(keys: BTreeMap<String, String>, f: impl FnOnce() -> R
 /// Give `tag` a key if it has none (in the caller's transaction): the coordinator's, when a
 /// Citus worker applies its definitions (checked by the table: 32 bytes), else a new one.
 pub fn ensure_key(tag: &str) -> Result<()> {
-    let given = GIVEN_KEYS.with(|k| k.borrow().as_ref().and_then(|m| m.get(tag).cloned()));
+    let given = GIVEN_KEYS.with(|k| k.borrow().as_ref().map(|m| m.get(tag).cloned()));
+    let given = match given {
+        // applying the coordinator's definitions without its key for this tag (read between
+        // its drop and its creation there, say): refuse rather than make a key of our own,
+        // which would stay (the next read brings the key)
+        Some(None) => {
+            return Err(SeqgenError::Internal(format!("the coordinator's definitions carry no key for tag \"{tag}\"")))
+        }
+        Some(Some(k)) => Some(k),
+        None => None,
+    };
     match given {
         Some(hex) => Spi::run_with_args(
             "INSERT INTO seqgen.opaque_key (biz_tag, key) VALUES ($1, pg_catalog.decode($2, 'hex')) \
@@ -127,7 +139,9 @@ fn make_opaque_locked(tag: &str) -> Result<()> {
     }
     ensure_key(tag)?;
     Spi::run_with_args(
-        "UPDATE seqgen.alloc SET opaque_from = $2, max_id = $2 WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+        // (and no restart to undo: it would take max_id below opaque_from)
+        "UPDATE seqgen.alloc SET opaque_from = $2, max_id = $2, restarted_from = NULL, restarted_to = NULL \
+         WHERE biz_tag OPERATOR(pg_catalog.=) $1",
         &[tag.into(), from.into()],
     )
     .map_err(spi_err)?;
@@ -168,13 +182,13 @@ fn reveal(tag: &str, id: i64) -> Result<i64> {
     if id < 0 {
         return Err(SeqgenError::InvalidArgument(format!("{id} is not an ID of tag \"{tag}\"")));
     }
-    let (counter, _node) = seqgen_core::adaptive::split(id, bits);
+    let (counter, node) = seqgen_core::adaptive::split(id, bits);
     if counter <= from {
         return Ok(counter);
     }
     let key = key.as_deref().and_then(Key::from_bytes).ok_or_else(|| SeqgenError::NotOpaque(tag.to_string()))?;
     let d = Domain::counters_above(from, bits).ok_or_else(|| SeqgenError::Internal("opaque domain".into()))?;
-    Ok(d.unpermute(&key, 0, counter as u64) as i64)
+    Ok(d.unpermute(&key, node as u64, counter as u64) as i64)
 }
 
 /// For support staff: the counter value (within its period) behind an order number of a tag

@@ -207,10 +207,10 @@ impl Presenter {
     fn present(&self, v: i64) -> i64 {
         let bits = ((self.mode >> 8) & 0xff) as u32;
         match self.key {
-            Some((from, key)) if bits == 0 => crate::generators::opaque::permute_with(from, 0, &key, v),
+            Some((from, key)) if bits == 0 => crate::generators::opaque::permute_with(from, 0, 0, &key, v),
             // opaque on Citus: the permuted counter, interleaved with the node
             Some((from, key)) => {
-                interleave(crate::generators::opaque::permute_with(from, bits, &key, v), bits, self.node)
+                interleave(crate::generators::opaque::permute_with(from, bits, self.node, &key, v), bits, self.node)
             }
             None if self.mode == 0 => v,
             None => interleave(v, bits, self.node),

@@ -150,12 +150,13 @@ pub(crate) fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
         let Some((current, opaque)) = row else {
             return Err(SeqgenError::UnknownTag(tag.to_string()));
         };
-        if opaque == Some(true) {
-            return Err(SeqgenError::Unsupported("node bits cannot be combined with opaque IDs".into()));
-        }
         let current = current.unwrap_or(0);
         if bits == current {
+            // nothing to change (an opaque tag on Citus has its node bits from its creation)
             return Ok(());
+        }
+        if opaque == Some(true) {
+            return Err(SeqgenError::Unsupported("node bits cannot be combined with opaque IDs".into()));
         }
         if current != 0 {
             // Fewer bits let later values meet earlier ones on this server. More bits let them

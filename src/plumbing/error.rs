@@ -71,6 +71,8 @@ pub enum SeqgenError {
     CitusNeedsNodeField(String),
     #[error("tag \"{0}\" is not opaque")]
     NotOpaque(String),
+    #[error("only a superuser may call {0}")]
+    SuperuserOnly(&'static str),
     #[error("tag \"{0}\" has no template")]
     NoTemplate(String),
     #[error("the order-number counter of tag \"{tag}\" is full for this period ({capacity} numbers)")]
@@ -119,7 +121,7 @@ impl SeqgenError {
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
-            TagPermission(_) | NotTagOwner(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
+            TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
             BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             // 22008 (datetime_field_overflow is datetime_value_out_of_range)

@@ -586,6 +586,26 @@ fn citus_opaque_tags_are_unique_and_revealed_on_every_node() {
         numbers[numbers.len() - 1]
     );
     assert_unique_numbers("opaque order numbers across the Citus cluster", &numbers);
+    // a tag made opaque before the workers ever saw it (and already drawn from on the
+    // coordinator): each worker creates it with its node bits and its counter at the start,
+    // and makes it opaque with the coordinator's key
+    c.batch_execute("SELECT seqgen_create('fresh', 10); SELECT seqgen_make_opaque('fresh')").unwrap();
+    let mut fresh = Ledger::default();
+    for (i, &p) in ports.iter().enumerate() {
+        let ids = draw(p, "SELECT seqgen_next('fresh') FROM generate_series(1, 200)");
+        assert!(ids.iter().all(|&v| v & 255 == i as i64 && v >> 8 > from), "port {p}: 'fresh' outside its lane");
+        fresh.add(ids);
+    }
+    fresh.assert_unique("a tag made opaque before the workers saw it");
+    for w in &cl.workers {
+        let failed = "reading the tag definitions from the Citus coordinator failed";
+        assert!(
+            !w.log().contains(failed),
+            "worker {}: {}",
+            w.name,
+            w.log().lines().filter(|l| l.contains(failed)).collect::<Vec<_>>().join("\n")
+        );
+    }
     // outside Citus an interleaved tag still cannot be opaque (tests.rs); here a tag of the
     // coordinator's that is opaque for good stays so
     let e = c.batch_execute("UPDATE seqgen.alloc SET opaque_from = NULL WHERE biz_tag = 'order'").unwrap_err();
