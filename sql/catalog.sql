@@ -39,7 +39,11 @@ CREATE TABLE seqgen.alloc (
     -- The last seqgen_restart: max_id before it and the max_id it set (seqgen_restart_undo
     -- takes it back while max_id is still restarted_to, i.e. nothing was reserved since).
     restarted_from pg_catalog.int8,
-    restarted_to   pg_catalog.int8
+    restarted_to   pg_catalog.int8,
+    -- A gapless tag (seqgen_create_gapless): its numbers are counted per key in
+    -- seqgen.gapless_counter, in the drawing transaction; the segment generators refuse it.
+    -- Set at creation, never changed.
+    gapless     pg_catalog.bool NOT NULL DEFAULT false
 );
 COMMENT ON TABLE seqgen.alloc IS
     'pg_seqgen tags: max_id is the highest value ever reserved; it never decreases';

@@ -1,5 +1,5 @@
 -- pg_seqgen 0.5.0 -> 0.6.0: opaque tags on Citus (node-interleaved tags may be opaque there;
--- every node permutes with the coordinator's key).
+-- every node permutes with the coordinator's key); gapless tags.
 -- Everything here is schema-qualified; see "Security Considerations for Extension Scripts".
 -- Install the 0.6.0 library, restart the server, then run ALTER EXTENSION pg_seqgen UPDATE in
 -- every database that has the extension (on Citus: on the coordinator, which runs it on every
@@ -21,3 +21,146 @@ BEGIN
     END LOOP;
 END;
 $$;
+
+-- Gapless tags.
+ALTER TABLE seqgen.alloc ADD COLUMN gapless pg_catalog.bool NOT NULL DEFAULT false;
+
+CREATE FUNCTION @extschema@."seqgen_create_gapless"(
+	"biz_tag" TEXT,
+	"template" TEXT DEFAULT NULL,
+	"time_zone" TEXT DEFAULT 'UTC',
+	"start_with" bigint DEFAULT 1,
+	"description" TEXT DEFAULT NULL
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_create_gapless_wrapper';
+CREATE FUNCTION @extschema@."seqgen_gapless_next"(
+	"biz_tag" TEXT,
+	"key" TEXT DEFAULT ''
+) RETURNS bigint
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_gapless_next_wrapper';
+CREATE FUNCTION @extschema@."seqgen_gapless_order_no"(
+	"biz_tag" TEXT,
+	"key" TEXT DEFAULT ''
+) RETURNS TEXT
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_gapless_order_no_wrapper';
+CREATE FUNCTION @extschema@."seqgen_gapless_assign"()
+	RETURNS TRIGGER
+	LANGUAGE c
+	AS 'MODULE_PATHNAME', 'seqgen_gapless_assign_wrapper';
+
+-- Gapless tags (seqgen_create_gapless): the committed numbers of each key are 1, 2, 3, ...
+-- with no gap and no repeat, because the counter row is written in the drawing transaction:
+-- whatever undoes the transaction undoes the number. Assigned at commit by a deferred
+-- constraint trigger (seqgen_gapless_attach), the key's row is locked only while the
+-- transaction commits.
+CREATE TABLE seqgen.gapless_counter (
+    biz_tag    pg_catalog.text NOT NULL REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
+    -- the key the numbers are counted per ('' for one sequence)
+    key        pg_catalog.text NOT NULL,
+    -- the period of the tag's template (its start, as seconds of local wall time; 0 without
+    -- date fields), so per-period templates restart per key
+    period_key pg_catalog.int8 NOT NULL,
+    -- the last number given out (committed, as every row here is the committed state)
+    last       pg_catalog.int8 NOT NULL,
+    PRIMARY KEY (biz_tag, key, period_key)
+);
+COMMENT ON TABLE seqgen.gapless_counter IS 'pg_seqgen gapless numbers: the last one of each key and period';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.gapless_counter', '');
+REVOKE ALL ON TABLE seqgen.gapless_counter FROM PUBLIC;
+
+CREATE FUNCTION seqgen.gapless_counter_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the gapless counters of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Deleting them would issue numbers again.';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag OR NEW.key OPERATOR(pg_catalog.<>) OLD.key
+       OR NEW.period_key OPERATOR(pg_catalog.<>) OLD.period_key THEN
+        RAISE EXCEPTION 'the gapless counter of tag "%" cannot be moved', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF NEW.last OPERATOR(pg_catalog.<) OLD.last THEN
+        RAISE EXCEPTION 'the gapless counter of tag "%", key "%" cannot go back', OLD.biz_tag, OLD.key
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Lowering it would issue numbers again.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION seqgen.gapless_counter_guard() FROM PUBLIC;
+CREATE TRIGGER gapless_counter_guard BEFORE UPDATE OR DELETE ON seqgen.gapless_counter
+    FOR EACH ROW EXECUTE FUNCTION seqgen.gapless_counter_guard();
+CREATE TRIGGER gapless_counter_no_truncate BEFORE TRUNCATE ON seqgen.gapless_counter
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+ALTER TABLE seqgen.gapless_counter ENABLE ALWAYS TRIGGER gapless_counter_guard;
+ALTER TABLE seqgen.gapless_counter ENABLE ALWAYS TRIGGER gapless_counter_no_truncate;
+
+-- A tag is gapless from its creation and for good.
+CREATE FUNCTION seqgen.alloc_gapless_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.gapless OPERATOR(pg_catalog.<>) OLD.gapless THEN
+        RAISE EXCEPTION 'tag "%" is % for good', OLD.biz_tag, CASE WHEN OLD.gapless THEN 'gapless' ELSE 'not gapless' END
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Create a gapless tag with seqgen_create_gapless().';
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION seqgen.alloc_gapless_guard() FROM PUBLIC;
+CREATE TRIGGER alloc_gapless_guard BEFORE UPDATE OF gapless ON seqgen.alloc
+    FOR EACH ROW EXECUTE FUNCTION seqgen.alloc_gapless_guard();
+ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_gapless_guard;
+
+-- Number the rows of a table at commit: column number_column of every row inserted (or
+-- updated) with it NULL gets the tag's next number for the row's key_column (NULL: one
+-- sequence) when the transaction commits (or prepares). A deferred constraint trigger, so the
+-- key's counter is locked only while the transaction commits.
+CREATE FUNCTION @extschema@.seqgen_gapless_attach(
+    "table" pg_catalog.regclass, number_column pg_catalog.text, biz_tag pg_catalog.text,
+    key_column pg_catalog.text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF number_column IS NULL OR biz_tag IS NULL OR "table" IS NULL THEN
+        RAISE EXCEPTION 'table, number_column and biz_tag must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) "table"
+                   AND attname OPERATOR(pg_catalog.=) number_column AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of % does not exist', number_column, "table" USING ERRCODE = 'undefined_column';
+    END IF;
+    IF key_column IS NOT NULL AND NOT EXISTS (
+        SELECT FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) "table"
+        AND attname OPERATOR(pg_catalog.=) key_column AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of % does not exist', key_column, "table" USING ERRCODE = 'undefined_column';
+    END IF;
+    EXECUTE pg_catalog.format(
+        'CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s DEFERRABLE INITIALLY DEFERRED '
+        'FOR EACH ROW WHEN (NEW.%I IS NULL) EXECUTE FUNCTION %I.seqgen_gapless_assign(%L, %L, %L)',
+        'seqgen_gapless_' OPERATOR(pg_catalog.||) number_column, "table", number_column,
+        '@extschema@', biz_tag, number_column, COALESCE(key_column, ''));
+END;
+$$;
+
+REVOKE ALL ON FUNCTION @extschema@.seqgen_create_gapless(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_assign() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;

@@ -38,6 +38,7 @@ extension_sql_file!(
         [generators::tags::seqgen_create, generators::segment::seqgen_next, generators::snowflake::seqgen_snowflake]
 );
 extension_sql_file!("../sql/replication.sql", name = "replication", requires = ["catalog"]);
+extension_sql_file!("../sql/gapless.sql", name = "gapless", requires = ["catalog"]);
 extension_sql_file!("../sql/citus.sql", name = "citus", requires = ["catalog", background::health::seqgen_node]);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 

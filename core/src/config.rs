@@ -58,6 +58,9 @@ pub struct TagConfig {
     /// Roles that may draw besides the owner (`"public"`: every role).
     #[serde(default)]
     pub grants: Vec<String>,
+    /// A gapless tag (`seqgen_create_gapless`): set at creation, for good.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gapless: bool,
 }
 
 fn default_step() -> i32 {

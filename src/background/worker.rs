@@ -793,7 +793,8 @@ fn run_job(
         // block) is reserved when it is first needed, so a call that fails later (e.g. a tag
         // without a template) has reserved nothing.
         Job::Load { tag, .. } => match plans.tag_load(client, tag)? {
-            Some((step, ident)) => Outcome::Loaded(step, ident),
+            Some((_, _, true)) => Outcome::Reserved(Reserve::Gapless),
+            Some((step, ident, false)) => Outcome::Loaded(step, ident),
             None => Outcome::Reserved(Reserve::Missing),
         },
         Job::Range { slot, n, .. } => Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |_| *n)?),
@@ -958,6 +959,7 @@ fn reserve_code(r: &Reserve) -> u32 {
         Reserve::Locked => code::LOCKED,
         Reserve::Exhausted => code::EXHAUSTED,
         Reserve::Stale => code::STALE,
+        Reserve::Gapless => code::GAPLESS,
     }
 }
 

@@ -11,7 +11,7 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use seqgen_core::config::{self, Config, TagConfig, TemplateConfig};
 
-use crate::generators::{opaque, order, tags};
+use crate::generators::{gapless, opaque, order, tags};
 use crate::plumbing::error::{OrRaise, Result, SeqgenError};
 use crate::plumbing::session::{as_superuser, bounded_lock_wait};
 
@@ -36,7 +36,7 @@ fn current() -> Result<BTreeMap<String, Current>> {
                     "SELECT a.biz_tag, a.step, a.max_id, a.description, a.opaque_from IS NOT NULL, a.node_bits, \
                      a.public_draw, ARRAY(SELECT r.rolname::pg_catalog.text FROM pg_catalog.pg_roles r \
                                           WHERE r.oid OPERATOR(pg_catalog.=) ANY (a.drawers)), \
-                     t.template, t.time_zone \
+                     t.template, t.time_zone, a.gapless \
                      FROM seqgen.alloc a LEFT JOIN seqgen.template t ON t.biz_tag OPERATOR(pg_catalog.=) a.biz_tag \
                      WHERE pg_catalog.pg_has_role($1, a.owner::pg_catalog.oid, 'MEMBER') \
                      ORDER BY a.biz_tag",
@@ -68,6 +68,7 @@ fn current() -> Result<BTreeMap<String, Current>> {
                         opaque: r.get(5)?.unwrap_or(false),
                         node_bits: r.get::<i32>(6)?.unwrap_or(0).max(0) as u32,
                         grants,
+                        gapless: r.get::<bool>(11)?.unwrap_or(false),
                     };
                     out.insert(name, Current { max_id, config });
                 }
@@ -209,6 +210,21 @@ fn apply_doc(doc: &Config, have: &BTreeMap<String, Current>, drop_missing: bool)
         let path = |field: &str| config::tag_path(name, field);
         let mut changed = |action: String| done.push((name.clone(), action));
         let Some(cur) = have.get(name) else {
+            if want.gapless {
+                let t = want.template.as_ref();
+                gapless::create(
+                    Some(name),
+                    t.map(|t| t.text.as_str()),
+                    t.map_or("UTC", |t| t.time_zone.as_str()),
+                    Some(want.start_with.unwrap_or(1)),
+                    want.description.as_deref(),
+                )
+                .map_err(|e| at(path(""), e))?;
+                changed("created gapless".into());
+                let made = TagConfig { grants: vec![], ..want.clone() };
+                apply_rest(name, want, Some(&made), &path, &mut changed)?;
+                continue;
+            }
             tags::create(Some(name), Some(want.step), Some(want.start_with.unwrap_or(1)), want.description.as_deref())
                 .map_err(|e| at(path(""), e))?;
             changed("created".into());
@@ -216,7 +232,14 @@ fn apply_doc(doc: &Config, have: &BTreeMap<String, Current>, drop_missing: bool)
             continue;
         };
         let c = &cur.config;
-        if want.step != c.step || (want.description.is_some() && want.description != c.description) {
+        if want.gapless != c.gapless {
+            return Err(at(
+                path(".gapless"),
+                SeqgenError::Unsupported(format!("a tag is gapless or not from its creation (tag \"{name}\")")),
+            ));
+        }
+        // a gapless tag has no segments: its step means nothing
+        if (want.step != c.step && !c.gapless) || (want.description.is_some() && want.description != c.description) {
             tags::alter(Some(name), Some(want.step), want.description.as_deref()).map_err(|e| at(path(""), e))?;
             changed(format!("altered (step {})", want.step));
         }

@@ -3,6 +3,7 @@
 //! only; the allocator (in `background`) serves their requests through shared memory.
 
 pub mod config;
+pub mod gapless;
 pub mod opaque;
 pub mod order;
 pub mod segment;

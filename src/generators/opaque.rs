@@ -98,6 +98,12 @@ fn seqgen_make_opaque(biz_tag: &str) {
 }
 
 pub(crate) fn make_opaque(tag: &str) -> Result<()> {
+    check_tag(tag)?;
+    if crate::generators::gapless::is_gapless(tag)? {
+        return Err(SeqgenError::Unsupported(format!(
+            "tag \"{tag}\" is gapless: its numbers are sequential, not shuffled"
+        )));
+    }
     crate::generators::tags::change_tag(tag, || make_opaque_locked(tag))
 }
 

@@ -107,6 +107,17 @@ fn seqgen_set_template_allow(biz_tag: &str, template: &str, time_zone: &str, all
 
 pub(crate) fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
     check_tag(tag)?;
+    if crate::generators::gapless::is_gapless(tag)? {
+        return Err(SeqgenError::Unsupported(format!(
+            "tag \"{tag}\" is gapless: its template is set once, with seqgen_create_gapless() (another could restart or repeat its numbers)"
+        )));
+    }
+    set_any_template(tag, text, zone, allow_repeats)
+}
+
+/// [`set_template`] without the gapless check (for `seqgen_create_gapless`, which sets the
+/// template of the tag it creates).
+pub(crate) fn set_any_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
     let t = parse_template(text)?;
     let tz = parse_zone(zone)?;
     check_node_field(tag, &t)?;

@@ -61,6 +61,17 @@ pub(crate) fn create(
     start_with: Option<i64>,
     description: Option<&str>,
 ) -> Result<()> {
+    create_row(tag, step, start_with, description, false)
+}
+
+/// [`create`], of a gapless tag when `gapless` (`generators::gapless`).
+pub(crate) fn create_row(
+    tag: Option<&str>,
+    step: Option<i32>,
+    start_with: Option<i64>,
+    description: Option<&str>,
+    gapless: bool,
+) -> Result<()> {
     let tag = tag.ok_or(SeqgenError::NullArgument("biz_tag"))?;
     let step = step.ok_or(SeqgenError::NullArgument("step"))?;
     let start_with = start_with.ok_or(SeqgenError::NullArgument("start_with"))?;
@@ -80,10 +91,18 @@ pub(crate) fn create(
     let inserted = bounded_lock_wait(|| {
         as_superuser(|| {
             returns_row(
-                "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner, node_bits) \
-             VALUES ($1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole, $6) \
+                "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner, node_bits, gapless) \
+             VALUES ($1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole, $6, $7) \
              ON CONFLICT (biz_tag) DO NOTHING RETURNING true",
-                &[tag.into(), (start_with - 1).into(), step.into(), description.into(), owner.into(), node_bits.into()],
+                &[
+                    tag.into(),
+                    (start_with - 1).into(),
+                    step.into(),
+                    description.into(),
+                    owner.into(),
+                    node_bits.into(),
+                    gapless.into(),
+                ],
             )
         })
     })?;

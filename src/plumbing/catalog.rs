@@ -27,6 +27,8 @@ pub enum Reserve {
     Exhausted,
     /// The row is another incarnation of the tag than the slot serves.
     Stale,
+    /// The tag is gapless: no segment generator serves it.
+    Gapless,
 }
 
 /// Every statement reads rows with `FOR NO KEY UPDATE SKIP LOCKED` (never waiting for a row
@@ -36,7 +38,7 @@ const LOCK_ROW: &str = "SELECT max_id, step, opaque_from, node_bits, tableoid::p
      FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED";
 const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const KEY_READ: &str = "SELECT key FROM seqgen.opaque_key WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-const TAG_LOAD: &str = "SELECT step, tableoid::pg_catalog.int8, tag_id FROM seqgen.alloc \
+const TAG_LOAD: &str = "SELECT step, tableoid::pg_catalog.int8, tag_id, gapless FROM seqgen.alloc \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seqgen.alloc \
      WHERE biz_tag OPERATOR(pg_catalog.=) ANY ($1)";
@@ -170,14 +172,17 @@ impl Plans {
         })
     }
 
-    /// The tag's configured step and identity, if it exists (committed).
-    pub fn tag_load(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(i64, Ident)>> {
+    /// The tag's configured step and identity, if it exists (committed), and whether it is
+    /// gapless (then the segment generators refuse it).
+    pub fn tag_load(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(i64, Ident, bool)>> {
         let t = client.select(&self.tag_load, Some(1), &[tag.into()])?;
         if t.is_empty() {
             return Ok(None);
         }
-        let (step, rel, id) = t.first().get_three::<i32, i64, i64>()?;
-        Ok(Some((step.unwrap_or(1) as i64, ident_of(rel, id))))
+        let row = t.first();
+        let (step, rel, id) = row.get_three::<i32, i64, i64>()?;
+        let gapless = row.get::<bool>(4)?.unwrap_or(false);
+        Ok(Some((step.unwrap_or(1) as i64, ident_of(rel, id), gapless)))
     }
 
     /// The identities of the named tags that exist.
@@ -194,7 +199,7 @@ impl Plans {
     /// The template, time zone and opaque key of the tag whose row is `expect`.
     pub fn template_read(&self, client: &SpiClient<'_>, tag: &str, expect: Ident) -> spi::Result<TemplateRead> {
         match self.tag_load(client, tag)? {
-            Some((_, ident)) if ident == expect => {}
+            Some((_, ident, _)) if ident == expect => {}
             _ => return Ok(TemplateRead::Stale),
         }
         let t = client.select(&self.template_read, Some(1), &[tag.into()])?;

@@ -33,6 +33,8 @@ pub mod code {
     pub const STALE: u32 = 9;
     /// The catalog's version is older than the library's: `ALTER EXTENSION pg_seqgen UPDATE`.
     pub const NEEDS_UPDATE: u32 = 10;
+    /// The tag is gapless (`generators::gapless`).
+    pub const GAPLESS: u32 = 11;
 }
 
 /// A resolved tag: its slot and the generation the slot had when resolved. A draw is valid
@@ -394,6 +396,7 @@ pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenErro
         code::CATALOG_MISSING => SeqgenError::CatalogMissing(current_database()),
         code::NO_TEMPLATE => SeqgenError::NoTemplate(tag.to_string()),
         code::NEEDS_UPDATE => SeqgenError::NeedsUpdate(detail),
+        code::GAPLESS => SeqgenError::Gapless(tag.to_string()),
         _ => SeqgenError::WorkerFailed { tag: tag.to_string(), detail, state },
     }
 }

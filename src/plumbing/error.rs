@@ -73,6 +73,12 @@ pub enum SeqgenError {
     NotOpaque(String),
     #[error("only a superuser may call {0}")]
     SuperuserOnly(&'static str),
+    #[error("tag \"{0}\" is gapless: its numbers come from seqgen_gapless_next(), seqgen_gapless_order_no() or a table numbered at commit, not from the segment generators")]
+    Gapless(String),
+    #[error("tag \"{0}\" is not gapless")]
+    NotGapless(String),
+    #[error("the gapless number of tag \"{tag}\", key \"{key}\" is held by another transaction until it ends")]
+    GaplessBusy { tag: String, key: String },
     #[error("tag \"{0}\" has no template")]
     NoTemplate(String),
     #[error("the order-number counter of tag \"{tag}\" is full for this period ({capacity} numbers)")]
@@ -108,6 +114,8 @@ impl SeqgenError {
             | TagNotCommitted(_)
             | NoTemplate(_)
             | NotOpaque(_)
+            | Gapless(_)
+            | NotGapless(_)
             | NodeDoesNotFit { .. }
             | Snowflake53Node(_)
             | NotInCluster
@@ -119,7 +127,7 @@ impl SeqgenError {
             WorkerFailed { state, .. } if *state != 0 => PgSqlErrorCode::from(*state),
             WorkerFailed { .. } => ERRCODE_INTERNAL_ERROR,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
-            Timeout { .. } | RowLocked(_) => ERRCODE_LOCK_NOT_AVAILABLE,
+            Timeout { .. } | RowLocked(_) | GaplessBusy { .. } => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
             TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
@@ -163,6 +171,8 @@ impl SeqgenError {
             TimeExhausted(_) => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
             BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
             NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),
+            GaplessBusy { .. } => "Numbers of one key are given out one transaction at a time: number at commit (seqgen_gapless_attach) to hold the key only while a transaction commits, or raise seqgen.allocation_timeout (or the session's lock_timeout).".into(),
+            NotGapless(t) => format!("Segment tags are drawn with seqgen_next('{t}'); create a gapless one with seqgen_create_gapless()."),
             NeedsUpdate(_) => "Run ALTER EXTENSION pg_seqgen UPDATE in this database.".into(),
             WorkerFailed { .. } => "Only this tag's request failed; see seqgen_worker_status() and the server log.".into(),
             PreparedReservation => "A raised reservation must count from the moment its transaction commits, which a prepared transaction cannot promise: write it in a transaction that commits without PREPARE TRANSACTION.".into(),

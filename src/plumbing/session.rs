@@ -50,13 +50,16 @@ pub fn bounded_lock_wait<R>(f: impl FnOnce() -> R) -> R {
 /// behalf with fixed statements and SPI arguments), and restore the caller's identity
 /// afterwards; an ERROR restores it as it aborts the transaction.
 pub fn as_superuser<R>(f: impl FnOnce() -> R) -> R {
+    as_role(pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID), f)
+}
+
+/// Run `f` as role `role` (as a SECURITY DEFINER function would), and restore the caller's
+/// identity afterwards; an ERROR restores it as it aborts the transaction.
+pub fn as_role<R>(role: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     let (mut user, mut context) = (pg_sys::InvalidOid, 0);
     unsafe {
         pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
-        pg_sys::SetUserIdAndSecContext(
-            pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
-            context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
-        );
+        pg_sys::SetUserIdAndSecContext(role, context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
     }
     let r = PgTryBuilder::new(std::panic::AssertUnwindSafe(f))
         .finally(|| unsafe { pg_sys::SetUserIdAndSecContext(user, context) })

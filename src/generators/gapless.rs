@@ -1,0 +1,298 @@
+//! Gapless numbers: `seqgen_create_gapless`, `seqgen_gapless_next`, `seqgen_gapless_order_no`,
+//! and the commit-time trigger `seqgen_gapless_assign` (attached by `seqgen_gapless_attach`,
+//! sql/gapless.sql).
+//!
+//! A gapless tag counts per key (and per period of its template) in `seqgen.gapless_counter`,
+//! in the drawing transaction itself: the counter row is written, and stays locked, until the
+//! transaction ends, so whatever undoes the transaction (a rollback, a savepoint rolled back,
+//! `ROLLBACK PREPARED`, a crash before the commit) undoes the number, and the committed
+//! numbers of a key are exactly 1, 2, 3, ... (from the tag's `start_with`). The price is that
+//! two transactions drawing on one key take turns. Drawn at commit (the trigger, deferred),
+//! a transaction holds its key only while it commits; drawn in the transaction
+//! (`seqgen_gapless_next`), until it ends. A waiter gives up after `seqgen.allocation_timeout`
+//! (or the session's shorter `lock_timeout`) with 55P03 naming the key; other keys never wait.
+//! No shared memory and no allocator: a gapless number is a row write by nature.
+
+use pgrx::prelude::*;
+use pgrx::{PgTrigger, WhoAllocated};
+use seqgen_core::template::{Template, Tz};
+
+use crate::plumbing::acl;
+use crate::plumbing::catalog::first_row;
+use crate::plumbing::error::{check_tag, OrRaise, SeqgenError};
+
+// (not `Result`: #[pg_trigger] names the standard one)
+type Res<T> = crate::plumbing::error::Result<T>;
+use crate::plumbing::session::{as_role, as_superuser, bounded_lock_wait};
+
+fn spi_err(e: pgrx::spi::Error) -> SeqgenError {
+    SeqgenError::Internal(e.to_string())
+}
+
+/// Create a gapless tag (owned by the calling role), optionally with an order-number template
+/// (set once, here: a later one could restart or repeat its numbers). Numbers start at
+/// `start_with` for every key (and every period of the template).
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_create_gapless(
+    biz_tag: Option<&str>,
+    template: default!(Option<&str>, "NULL"),
+    time_zone: default!(Option<&str>, "'UTC'"),
+    start_with: default!(Option<i64>, 1),
+    description: default!(Option<&str>, "NULL"),
+) {
+    let zone = time_zone.ok_or(SeqgenError::NullArgument("time_zone")).or_raise();
+    create(biz_tag, template, zone, start_with, description).or_raise()
+}
+
+pub(crate) fn create(
+    tag: Option<&str>,
+    template: Option<&str>,
+    zone: &str,
+    start_with: Option<i64>,
+    description: Option<&str>,
+) -> Res<()> {
+    let tag = tag.ok_or(SeqgenError::NullArgument("biz_tag"))?;
+    check_tag(tag)?;
+    if crate::plumbing::node::is_citus(crate::plumbing::directory::attach()?) {
+        return Err(SeqgenError::Unsupported(
+            "gapless tags are not supported on Citus: every node counts on its own, so no node could promise the cluster's numbers are gapless"
+                .into(),
+        ));
+    }
+    if let Some(text) = template {
+        let t = seqgen_core::template::parse(text).map_err(|e| SeqgenError::InvalidArgument(e.to_string()))?;
+        if t.is_opaque() {
+            return Err(SeqgenError::InvalidArgument(format!(
+                "template \"{text}\": gapless numbers are sequential, {{seq:N:opaque}} would shuffle them"
+            )));
+        }
+    }
+    crate::generators::tags::create_row(Some(tag), Some(1), start_with, description, true)?;
+    match template {
+        Some(text) => crate::generators::order::set_any_template(tag, text, zone, false),
+        None => Ok(()),
+    }
+}
+
+/// Is `tag` gapless? `Err(UnknownTag)` when it does not exist.
+pub(crate) fn is_gapless(tag: &str) -> Res<bool> {
+    let row = bounded_lock_wait(|| {
+        as_superuser(|| {
+            first_row(
+                "SELECT gapless FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+                &[tag.into()],
+                false,
+                |r| r.get_one::<bool>(),
+            )
+        })
+    })?;
+    match row {
+        Some(g) => Ok(g.unwrap_or(false)),
+        None => Err(crate::plumbing::replication::unknown_tag(tag)),
+    }
+}
+
+/// The next number of `key` for `tag`, in the calling transaction: the key is held until the
+/// transaction ends. For a table, numbering at commit (`seqgen_gapless_attach`) holds it
+/// only while the transaction commits.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_gapless_next(biz_tag: Option<&str>, key: default!(Option<&str>, "''")) -> i64 {
+    args(biz_tag, key).and_then(|(tag, key)| take(tag, key, false)).map(|(n, _)| n).or_raise()
+}
+
+/// The tag and key of a call: neither may be NULL (a NULL key would be no key at all).
+fn args<'a>(tag: Option<&'a str>, key: Option<&'a str>) -> Res<(&'a str, &'a str)> {
+    Ok((tag.ok_or(SeqgenError::NullArgument("biz_tag"))?, key.ok_or(SeqgenError::NullArgument("key"))?))
+}
+
+/// The next order number of `key` for a gapless tag with a template (`{seq:N}` is the key's
+/// number in the period), in the calling transaction.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_gapless_order_no(biz_tag: Option<&str>, key: default!(Option<&str>, "''")) -> String {
+    args(biz_tag, key)
+        .and_then(|(tag, key)| {
+            take(tag, key, true).and_then(|(_, s)| s.ok_or_else(|| SeqgenError::NoTemplate(tag.to_string())))
+        })
+        .or_raise()
+}
+
+/// A gapless tag's template, parsed, with its zone.
+struct Numbering {
+    template: Template,
+    tz: Tz,
+}
+
+/// The template of gapless tag `tag` (`None` without one), checking that the tag is gapless.
+fn numbering(tag: &str) -> Res<Option<Numbering>> {
+    let row = bounded_lock_wait(|| {
+        as_superuser(|| {
+            first_row(
+                "SELECT a.gapless, t.template, t.time_zone FROM seqgen.alloc a \
+             LEFT JOIN seqgen.template t ON t.biz_tag OPERATOR(pg_catalog.=) a.biz_tag \
+             WHERE a.biz_tag OPERATOR(pg_catalog.=) $1",
+                &[tag.into()],
+                false,
+                |r| r.get_three::<bool, String, String>(),
+            )
+        })
+    })?;
+    let Some((gapless, text, zone)) = row else {
+        return Err(crate::plumbing::replication::unknown_tag(tag));
+    };
+    if gapless != Some(true) {
+        return Err(SeqgenError::NotGapless(tag.to_string()));
+    }
+    let (Some(text), Some(zone)) = (text, zone) else { return Ok(None) };
+    let template = seqgen_core::template::parse(&text).map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    let tz = seqgen_core::template::parse_time_zone(&zone).map_err(SeqgenError::Internal)?;
+    Ok(Some(Numbering { template, tz }))
+}
+
+/// Take the next number of `key` for `tag` (checking the caller may draw from it): the number,
+/// and the order number it renders with the tag's template (when `render` and it has one).
+fn take(tag: &str, key: &str, render: bool) -> Res<(i64, Option<String>)> {
+    check_tag(tag)?;
+    if !acl::may_draw(tag)? {
+        return Err(SeqgenError::TagPermission(tag.to_string()));
+    }
+    let numbering = numbering(tag)?;
+    let period = match &numbering {
+        Some(nb) => nb.template.locate(nb.tz, crate::plumbing::shmem::now_ms()).key,
+        None => 0,
+    };
+    let n = next_number(tag, key, period)?;
+    let rendered = match (&numbering, render) {
+        (Some(nb), true) => {
+            let capacity = nb.template.capacity();
+            if n > capacity {
+                // the transaction fails: the number goes back with it
+                return Err(SeqgenError::OrderOverflow { tag: tag.to_string(), capacity });
+            }
+            Some(nb.template.render(period, n as u64, crate::plumbing::guc::NODE_ID.get().max(0) as u32, tag))
+        }
+        _ => None,
+    };
+    Ok((n, rendered))
+}
+
+/// Count `key` of `tag` up by one in `period`, in the calling transaction (the row stays
+/// locked until it ends); a waiter gives up after the bounded wait with 55P03 naming the key.
+fn next_number(tag: &str, key: &str, period: i64) -> Res<i64> {
+    let got = PgTryBuilder::new(|| {
+        bounded_lock_wait(|| {
+            as_superuser(|| {
+                Spi::connect_mut(|c| {
+                    let t = c.update(
+                        "INSERT INTO seqgen.gapless_counter AS c (biz_tag, key, period_key, last) \
+                         SELECT a.biz_tag, $2, $3, a.max_id OPERATOR(pg_catalog.+) 1 FROM seqgen.alloc a \
+                         WHERE a.biz_tag OPERATOR(pg_catalog.=) $1 AND a.gapless \
+                         ON CONFLICT (biz_tag, key, period_key) DO UPDATE SET last = c.last OPERATOR(pg_catalog.+) 1 \
+                         RETURNING c.last",
+                        None,
+                        &[tag.into(), key.into(), period.into()],
+                    )?;
+                    if t.is_empty() {
+                        return Ok(None);
+                    }
+                    t.first().get_one::<i64>()
+                })
+            })
+        })
+    })
+    // the lock wait ran out: the same SQLSTATE, naming the key (the transaction fails, and
+    // with it anything it drew)
+    .catch_when(PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE, |_| {
+        SeqgenError::GaplessBusy { tag: tag.to_string(), key: key.to_string() }.raise()
+    })
+    .execute()
+    .map_err(spi_err)?;
+    got.ok_or_else(|| SeqgenError::NotGapless(tag.to_string()))
+}
+
+/// The commit-time numbering of a table (see `seqgen_gapless_attach`): a deferred constraint
+/// trigger `AFTER INSERT OR UPDATE ... FOR EACH ROW WHEN (NEW.<column> IS NULL)` with the
+/// arguments tag, number column, key column ('' for none). The row version the event is for
+/// is numbered if it is still the live one and still unnumbered (a row updated again later in
+/// the transaction is numbered by the event of its last version, a deleted one not at all);
+/// the number is written into it as the table's owner.
+#[pg_trigger]
+fn seqgen_gapless_assign<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> std::result::Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, SeqgenError> {
+    assign(trigger).or_raise();
+    Ok(None::<PgHeapTuple<'a, pgrx::AllocatedByPostgres>>)
+}
+
+fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
+    let args = trigger.extra_args().map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    let [tag, column, key_column] = args.as_slice() else {
+        return Err(SeqgenError::InvalidArgument(
+            "seqgen_gapless_assign takes three arguments: the tag, the number column and the key column ('' for none); use seqgen_gapless_attach()"
+                .into(),
+        ));
+    };
+    let td = trigger.trigger_data();
+    let update = matches!(trigger.op(), Ok(pgrx::PgTriggerOperation::Update));
+    let row = if update { td.tg_newtuple } else { td.tg_trigtuple };
+    if row.is_null() || !matches!(trigger.level(), pgrx::PgTriggerLevel::Row) {
+        return Err(SeqgenError::InvalidArgument(
+            "seqgen_gapless_assign is a row trigger; use seqgen_gapless_attach()".into(),
+        ));
+    }
+    let tid = unsafe { (*row).t_self };
+    let (block, offset) = unsafe {
+        (pgrx::itemptr::item_pointer_get_block_number(&tid), pgrx::itemptr::item_pointer_get_offset_number(&tid))
+    };
+    let ctid = format!("({block},{offset})");
+    let relid = trigger.relid().map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    let owner = unsafe { (*(*td.tg_relation).rd_rel).relowner };
+    // the statements, with every name quoted by format()
+    let (read, write): (Option<String>, Option<String>) = as_superuser(|| {
+        Spi::connect(|c| {
+            let t = c.select(
+                "SELECT pg_catalog.format('SELECT %s FROM ONLY %I.%I WHERE ctid OPERATOR(pg_catalog.=) $1::pg_catalog.tid AND %I IS NULL', \
+                        CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN '''''' ELSE pg_catalog.format('(%I)::pg_catalog.text', $3) END, \
+                        n.nspname, c.relname, $2), \
+                        pg_catalog.format('UPDATE ONLY %I.%I SET %I = $1 WHERE ctid OPERATOR(pg_catalog.=) $2::pg_catalog.tid', \
+                        n.nspname, c.relname, $2) \
+                 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+                 WHERE c.oid OPERATOR(pg_catalog.=) $1",
+                Some(1),
+                &[relid.into(), column.as_str().into(), key_column.as_str().into()],
+            )?;
+            t.first().get_two::<String, String>()
+        })
+    })
+    .map_err(spi_err)?;
+    let (Some(read), Some(write)) = (read, write) else {
+        return Err(SeqgenError::Internal("the numbered table is gone".into()));
+    };
+    // the row as the table's owner (who attached the trigger) sees it
+    let key: Option<Option<String>> = as_role(owner, || {
+        Spi::connect(|c| {
+            let t = c.select(&read, Some(1), &[ctid.as_str().into()])?;
+            if t.is_empty() {
+                return Ok(None);
+            }
+            t.first().get_one::<String>().map(Some)
+        })
+    })
+    .map_err(spi_err)?;
+    // not the live version any more, or numbered already: nothing to do
+    let Some(key) = key else { return Ok(()) };
+    let (n, rendered) = take(tag, key.as_deref().unwrap_or(""), true)?;
+    let updated = as_role(owner, || {
+        Spi::connect_mut(|c| {
+            let t = match &rendered {
+                Some(text) => c.update(&write, None, &[text.as_str().into(), ctid.as_str().into()])?,
+                None => c.update(&write, None, &[n.into(), ctid.as_str().into()])?,
+            };
+            Ok::<_, pgrx::spi::Error>(t.len())
+        })
+    })
+    .map_err(spi_err)?;
+    if updated != 1 {
+        return Err(SeqgenError::Internal(format!("numbering row {ctid} updated {updated} rows")));
+    }
+    Ok(())
+}
