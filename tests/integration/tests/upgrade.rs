@@ -239,6 +239,10 @@ fn upgrade(old: &str, from: &str, port: u16) {
     let refused = cl.batch_execute("SELECT seqgen_set_template('ord', 'U{yyyy}{MM}{dd}-{seq:6:opaque}')").unwrap_err();
     assert_eq!(sqlstate(&refused).as_deref(), Some("22023"), "{refused:?}");
     cl.batch_execute("SELECT seqgen_revoke('seg', 'public'); SELECT seqgen_grant('seg', 'public')").unwrap();
+    // what 0.6.0 added: gapless tags on the upgraded catalog
+    c.sql("SELECT seqgen_create_gapless('gl_up')");
+    let n = c.one_i64("SELECT seqgen_gapless_next('gl_up', 'k')");
+    assert_eq!(n, 1, "the first gapless number after the upgrade from {from}");
     // the configuration of the upgraded catalog applies to it as no change
     let changes = c.one_i64("SELECT count(*) FROM seqgen_apply(seqgen_config())");
     assert_eq!(changes, 0, "applying the configuration of the catalog upgraded from {from} changed it");
