@@ -1,7 +1,8 @@
 //! The operation fuzzer: pg_seqgen's own Jepsen.
 //!
 //! A seeded random sequence of steps, each one of:
-//! * a draw from any generator (segments, batches, order numbers, snowflakes, UUIDv7s) by one
+//! * a draw from any generator (segments, batches, order numbers, snowflakes, UUIDv7s, gapless
+//!   numbers in the transaction or at its commit, on a few keys) by one
 //!   of four sessions in two databases (one session is an ordinary role), in a random
 //!   transaction shape: autocommit, commit, rollback, rollback to a savepoint, prepare then
 //!   commit or roll back prepared, or prepare and leave it;
@@ -18,7 +19,8 @@
 //! back) was returned before (per tag incarnation and database; snowflakes and UUIDv7s
 //! server-wide); every call answered within `seqgen.allocation_timeout` + 1 s with a value or
 //! a documented SQLSTATE (never XX000, never a lost connection, no crash in the server log);
-//! and after a heal, every tag, snowflakes and UUIDv7s can be drawn from within 2 s.
+//! the committed gapless numbers of every key are exactly 1..N; and after a heal, every tag,
+//! snowflakes, UUIDv7s and gapless numbers can be drawn within 2 s.
 //!
 //! The steps are a pure function of the seed, so a failing seed replays. A failure prints the
 //! operation log, then shrinks it (dropping runs of steps and replaying on a fresh cluster) to
@@ -84,6 +86,13 @@ enum Draw {
     Snowflake(u32),
     Uuid(u32),
     Snowflake53(u32),
+    /// Gapless numbers of tag `gl`: rows of one key (`k0` to `k2`), numbered in the
+    /// transaction (`seqgen_gapless_next`) or at its commit (the table's trigger).
+    Gapless {
+        key: u32,
+        rows: u32,
+        at_commit: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -163,14 +172,19 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // order numbers mostly from tags a and b (so templates change under drawn
                 // numbers often)
                 let ot = if rng.random_bool(0.8) { t % 2 } else { t };
-                let d = match rng.random_range(0..20) {
+                let d = match rng.random_range(0..23) {
                     0..=3 => Draw::Next(t),
                     4 => Draw::InTurn(t),
                     5..=6 => Draw::Batch(t, [1, 7, 100, 2000][rng.random_range(0..4)]),
                     7..=13 => Draw::OrderNo(ot, [1, 30, 150][rng.random_range(0..3)]),
                     14..=15 => Draw::Snowflake([1, 50][rng.random_range(0..2)]),
                     16..=17 => Draw::Uuid([1, 50][rng.random_range(0..2)]),
-                    _ => Draw::Snowflake53([1, 50][rng.random_range(0..2)]),
+                    18..=19 => Draw::Snowflake53([1, 50][rng.random_range(0..2)]),
+                    _ => Draw::Gapless {
+                        key: rng.random_range(0..3),
+                        rows: [1, 3][rng.random_range(0..2)],
+                        at_commit: rng.random_bool(0.6),
+                    },
                 };
                 Op::Draw(s, d, shape(&mut rng))
             }
@@ -296,7 +310,14 @@ impl Run {
             cl.batch_execute(
                 "CREATE EXTENSION pg_seqgen;
                  GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer),
-                   seqgen_order_no(text), seqgen_snowflake(), seqgen_uuidv7() TO fz_app;",
+                   seqgen_order_no(text), seqgen_snowflake(), seqgen_uuidv7(),
+                   seqgen_gapless_next(text, text) TO fz_app;
+                 SELECT seqgen_create_gapless('gl');
+                 SELECT seqgen_grant('gl', 'fz_app');
+                 CREATE TABLE gl_t (k text NOT NULL, no bigint);
+                 SELECT seqgen_gapless_attach('gl_t', 'no', 'gl', 'k');
+                 CREATE TABLE gl_d (k text NOT NULL, no bigint NOT NULL);
+                 GRANT INSERT, SELECT ON gl_t, gl_d TO fz_app;",
             )
             .unwrap();
             for (i, t) in TAGS.iter().enumerate() {
@@ -448,8 +469,18 @@ impl Run {
             Draw::Snowflake(k) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
             Draw::Uuid(k) => format!("SELECT seqgen_uuidv7() FROM generate_series(1, {k})"),
             Draw::Snowflake53(k) => format!("SELECT seqgen_snowflake53() FROM generate_series(1, {k})"),
+            Draw::Gapless { key, rows, at_commit: true } => {
+                format!("INSERT INTO gl_t (k) SELECT 'k{key}' FROM generate_series(1, {rows}) RETURNING k")
+            }
+            Draw::Gapless { key, rows, at_commit: false } => format!(
+                "INSERT INTO gl_d SELECT 'k{key}', seqgen_gapless_next('gl', 'k{key}') FROM generate_series(1, {rows}) RETURNING no"
+            ),
         };
         let (rows, _) = self.run_shaped(s, &sql, shape)?;
+        if matches!(d, Draw::Gapless { .. }) {
+            // a gapless number rolled back is given again: what counts is what committed
+            return Ok(rows.map(|r| r.len()));
+        }
         let values = match rows {
             Ok(v) => v,
             Err(e) => return Ok(Err(e)),
@@ -473,6 +504,7 @@ impl Run {
                 }
                 Draw::Snowflake(_) => self.flakes.insert(v.parse().map_err(|_| format!("not a bigint: {v}"))?),
                 Draw::Uuid(_) => self.uuids.insert(v.clone()),
+                Draw::Gapless { .. } => true,
                 Draw::Snowflake53(_) => {
                     let id: i64 = v.parse().map_err(|_| format!("not a bigint: {v}"))?;
                     if id >= 1 << 53 {
@@ -527,7 +559,7 @@ impl Run {
                 format!("SELECT biz_tag || ':' || action FROM seqgen_apply($cfg${doc}$cfg$::jsonb)")
             }
             Admin::Apply(_, t) => format!(
-                "SELECT biz_tag || ':' || action FROM seqgen_apply('{{\"version\": 1, \"tags\": {{\"{}\": {{\"step\": 10}}}}}}', true)",
+                "SELECT biz_tag || ':' || action FROM seqgen_apply('{{\"version\": 1, \"tags\": {{\"{}\": {{\"step\": 10}}, \"gl\": {{\"gapless\": true, \"grants\": [\"fz_app\"]}}}}}}', true)",
                 tag(t)
             ),
             Admin::BadInput(i) => [
@@ -726,6 +758,8 @@ impl Run {
             checks.push((db, Draw::Snowflake(1)));
             checks.push((db, Draw::Uuid(1)));
             checks.push((db, Draw::Snowflake53(1)));
+            checks.push((db, Draw::Gapless { key: 0, rows: 1, at_commit: true }));
+            checks.push((db, Draw::Gapless { key: 1, rows: 1, at_commit: false }));
         }
         let started = Instant::now();
         let mut slowest = Duration::ZERO;
@@ -761,6 +795,32 @@ impl Run {
         Ok(())
     }
 
+    /// The committed gapless numbers of every key in every database are exactly 1..N (checked
+    /// when the server answers; a restart in progress is not a violation).
+    fn check_gapless(&mut self) -> Result<(), String> {
+        for name in DBS {
+            let Ok(mut c) = Client::connect(&self.c.conninfo(name), NoTls) else { return Ok(()) };
+            let Ok(rows) = c.query(
+                "SELECT k, n, lo, hi, d, unnumbered FROM ( \
+                   SELECT k, count(*) n, min(no) lo, max(no) hi, count(DISTINCT no) d, \
+                          count(*) FILTER (WHERE no IS NULL) unnumbered \
+                   FROM (SELECT k, no FROM gl_t UNION ALL SELECT k, no FROM gl_d) u GROUP BY k) s \
+                 WHERE unnumbered > 0 OR lo <> 1 OR hi <> n OR d <> n",
+                &[],
+            ) else {
+                return Ok(());
+            };
+            if let Some(r) = rows.first() {
+                let (k, n, lo, hi, d, u): (String, i64, Option<i64>, Option<i64>, i64, i64) =
+                    (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5));
+                return Err(format!(
+                    "gapless key {k} in {name}: {n} committed rows numbered {lo:?}..{hi:?}, {d} distinct, {u} unnumbered"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn step(&mut self, op: &Op) -> Result<String, String> {
         let r = match op {
             Op::Draw(s, d, shape) => self.draw(*s, d, *shape).map(|r| match r {
@@ -772,6 +832,7 @@ impl Run {
             Op::Heal(c) => self.heal(*c),
         }?;
         self.check_log()?;
+        self.check_gapless()?;
         Ok(r)
     }
 }
