@@ -150,3 +150,6 @@ set_adaptive on
 psql_at "$DIR" "$PORT" -At -c "SELECT biz_tag, waits FROM seqgen_status()" > "$OUT/waits.tsv"
 # the tables on stdout; the chart into docs/ (the README shows it above the tables)
 "$BENCH_VENV/bin/python" "$BENCH_DIR/report.py" "$OUT" "$SECONDS_EACH" "$ROWS" "$PG_MAJOR" "$ROOT/docs/bench-pg$PG_MAJOR.png"
+
+say "gapless numbers: bench/gapless.sh"
+PG_MAJOR=$PG_MAJOR bash "$BENCH_DIR/gapless.sh"
