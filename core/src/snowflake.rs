@@ -379,6 +379,10 @@ impl Generator {
         clock: &impl Clock,
     ) -> Result<(i64, Events), NextError> {
         let mut ev = Events::default();
+        // A clock reading goes stale when the process is descheduled right after it; a stale
+        // reading looks like a clock step back. So a borrow or a refusal is decided on a second
+        // reading: one more clock read, only while the clock is behind.
+        let mut reread = false;
         loop {
             let word = self.word.load(Ordering::Acquire);
             let last = Self::split(word, layout);
@@ -388,6 +392,7 @@ impl Generator {
             }
             let paced = self.paced.load(Ordering::Relaxed);
             match decide(last, now, paced, reserved.load(Ordering::Acquire), layout, policy) {
+                Decision::Issue { borrowed: true, .. } | Decision::Refuse { .. } if !reread => reread = true,
                 Decision::Issue { ts, seq, borrowed } => {
                     let new = Self::join(ts, seq, layout);
                     if self.word.compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -659,6 +664,37 @@ mod tests {
             }
         }
         assert!(borrowed > 0);
+    }
+
+    /// A clock that reads `stale` once (a process descheduled right after reading it), then
+    /// the real time.
+    struct StaleOnce {
+        real: i64,
+        stale: Cell<Option<i64>>,
+    }
+
+    impl Clock for StaleOnce {
+        fn now_ms(&self) -> i64 {
+            self.stale.take().unwrap_or(self.real)
+        }
+        fn pause(&self, _: i64) {}
+    }
+
+    /// A stale clock reading is not a clock step back: no borrow, no refusal.
+    #[test]
+    fn a_stale_reading_neither_borrows_nor_refuses() {
+        let l = layout();
+        let p = Policy { max_wait: 5, max_borrow: 2000 };
+        let g = Generator::new();
+        g.resume_above(0, &l);
+        g.extend_reservation(FAR);
+        let real = l.epoch_ms + 1_000_000;
+        let (first, _) = g.next(&l, &p, &FakeClock::at(real)).unwrap();
+        for stale_by in [100, 5000] {
+            let clock = StaleOnce { real, stale: Cell::new(Some(real - stale_by)) };
+            let (id, ev) = g.next(&l, &p, &clock).unwrap();
+            assert!(id > first && !ev.borrowed, "a reading {stale_by} ms stale: {ev:?}");
+        }
     }
 
     #[test]

@@ -5,6 +5,12 @@
  * the file named by SEQGEN_CLOCK_FILE (re-read at most once per millisecond), so a test can
  * move the clock back and forth while the server runs. Monotonic clocks stay real.
  *
+ * The file holds "<offset>" or "<offset> <at> <previous>": the offset applies from the real
+ * Unix time <at> (ms) on, <previous> before it. A test sets <at> a little ahead, so every
+ * process (each re-reads the file once per millisecond) switches at the same instant of the
+ * one real clock: processes that disagreed about the offset for up to a millisecond made the
+ * generator see the clock step back and forward again with every ID in that millisecond.
+ *
  * Why not libfaketime: on PostgreSQL 15 the postmaster starts background workers from a
  * signal handler that runs while it sleeps in select(); libfaketime marks a thread as "do not
  * fake" for the duration of the real select(), and the forked worker inherits that mark for
@@ -24,8 +30,20 @@
 
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
 static char path[512];
-static long long cached_ms;
+static long long cached_ms, cached_prev_ms, cached_at_ms;
 static struct timespec read_at;
+
+static const char *parse(const char *c, long long *out, int *ok)
+{
+    long long v = 0;
+    int neg = 0, digits = 0;
+    while (*c == ' ' || *c == '\n') c++;
+    if (*c == '-' || *c == '+') neg = (*c++ == '-');
+    for (; *c >= '0' && *c <= '9'; c++, digits++) v = v * 10 + (*c - '0');
+    *ok = digits > 0;
+    if (*ok) *out = neg ? -v : v;
+    return c;
+}
 
 __attribute__((constructor)) static void init(void)
 {
@@ -47,17 +65,26 @@ static long long offset_ms(void)
             ssize_t n = read(fd, buf, sizeof(buf) - 1);
             close(fd);
             if (n > 0) {
+                long long v, at, prev;
+                int ok, ok_at, ok_prev;
                 buf[n] = 0;
-                long long v = 0;
-                int neg = 0, digits = 0;
-                char *c = buf;
-                while (*c == ' ' || *c == '\n') c++;
-                if (*c == '-' || *c == '+') neg = (*c++ == '-');
-                for (; *c >= '0' && *c <= '9'; c++, digits++) v = v * 10 + (*c - '0');
-                if (digits) cached_ms = neg ? -v : v;
+                const char *c = parse(buf, &v, &ok);
+                c = parse(c, &at, &ok_at);
+                parse(c, &prev, &ok_prev);
+                if (ok) {
+                    cached_ms = v;
+                    cached_at_ms = ok_at && ok_prev ? at : 0;
+                    cached_prev_ms = ok_at && ok_prev ? prev : v;
+                }
             }
         }
         read_at = now;
+    }
+    if (cached_at_ms != 0) {
+        struct timespec real;
+        real_clock_gettime(CLOCK_REALTIME, &real);
+        if (real.tv_sec * 1000LL + real.tv_nsec / 1000000 < cached_at_ms)
+            return cached_prev_ms;
     }
     return cached_ms;
 }
@@ -66,8 +93,10 @@ int clock_gettime(clockid_t id, struct timespec *ts)
 {
     int r = real_clock_gettime(id, ts);
     if (r == 0 && (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE)) {
-        long long ns = (long long) ts->tv_nsec + (offset_ms() % 1000) * 1000000LL;
-        long long s = (long long) ts->tv_sec + offset_ms() / 1000;
+        /* one offset per reading (read twice, a re-read between could mix two) */
+        long long off = offset_ms();
+        long long ns = (long long) ts->tv_nsec + (off % 1000) * 1000000LL;
+        long long s = (long long) ts->tv_sec + off / 1000;
         while (ns < 0) { ns += 1000000000LL; s--; }
         while (ns >= 1000000000LL) { ns -= 1000000000LL; s++; }
         ts->tv_sec = s;

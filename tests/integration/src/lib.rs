@@ -149,13 +149,28 @@ impl Cluster {
     }
 
     /// Shift the server's wall clock by `ms` relative to the real clock (negative: behind).
+    ///
+    /// The new offset applies from 10 ms after the call on, in every process of the server at
+    /// the same instant (see clockshift.c); the call returns once it does.
     pub fn set_clock_offset_ms(&self, ms: i64) {
-        let text = format!("{ms}\n");
         let file = format!("{}/clock_offset_ms", self.dir.display());
+        let real_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        // the offset in force now: "<offset>" or "<offset> <at> <previous>"
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let f: Vec<i64> = text.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        let now_in_force = match f[..] {
+            [_, at, prev] if real_ms() < at => prev,
+            [v, ..] => v,
+            _ => 0,
+        };
+        let at = real_ms() + 10;
         // write and rename, so the server never reads a half-written file
         let tmp = format!("{file}.tmp");
-        std::fs::write(&tmp, text).unwrap();
+        std::fs::write(&tmp, format!("{ms} {at} {now_in_force}\n")).unwrap();
         std::fs::rename(&tmp, &file).unwrap();
+        while real_ms() <= at + 1 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// A streaming standby of this (running) cluster, made with `pg_basebackup -R`, started.
