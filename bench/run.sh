@@ -153,3 +153,6 @@ psql_at "$DIR" "$PORT" -At -c "SELECT biz_tag, waits FROM seqgen_status()" > "$O
 
 say "gapless numbers: bench/gapless.sh"
 PG_MAJOR=$PG_MAJOR bash "$BENCH_DIR/gapless.sh"
+
+say "counters per key: bench/keys.sh"
+PG_MAJOR=$PG_MAJOR bash "$BENCH_DIR/keys.sh"

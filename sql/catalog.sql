@@ -43,7 +43,10 @@ CREATE TABLE seqgen.alloc (
     -- A gapless tag (seqgen_create_gapless): its numbers are counted per key in
     -- seqgen.gapless_counter, in the drawing transaction; the segment generators refuse it.
     -- Set at creation, never changed.
-    gapless     pg_catalog.bool NOT NULL DEFAULT false
+    gapless     pg_catalog.bool NOT NULL DEFAULT false,
+    -- Where each keyed counter of the tag starts (seqgen_next(biz_tag, key)): the start_with
+    -- of seqgen_create (1 for tags made before 0.6.0).
+    start_with  pg_catalog.int8 NOT NULL DEFAULT 1 CHECK (start_with OPERATOR(pg_catalog.>=) 1)
 );
 COMMENT ON TABLE seqgen.alloc IS
     'pg_seqgen tags: max_id is the highest value ever reserved; it never decreases';

@@ -164,3 +164,85 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catal
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_assign() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
+-- Keyed counters: seqgen_next(biz_tag, key), where each key starts (alloc.start_with; 1 for
+-- the tags made before).
+ALTER TABLE seqgen.alloc ADD COLUMN start_with pg_catalog.int8 NOT NULL DEFAULT 1 CHECK (start_with OPERATOR(pg_catalog.>=) 1);
+
+-- Keyed counters (seqgen_next(biz_tag, key)): one counter per key of a tag (a tenant, a
+-- project, a branch), created by the allocator at the key's first use. max_id is the highest
+-- value reserved for the key; step the size of its last reservation (a key's step adapts to
+-- its own rate, from 1 up to the tag's step). Dumped with the database; dropped with the tag.
+CREATE TABLE seqgen.key_counter (
+    biz_tag     pg_catalog.text NOT NULL REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
+    key         pg_catalog.text NOT NULL
+                CHECK (pg_catalog.octet_length(key) OPERATOR(pg_catalog.>=) 1
+                   AND pg_catalog.octet_length(key) OPERATOR(pg_catalog.<=) 128),
+    max_id      pg_catalog.int8 NOT NULL,
+    step        pg_catalog.int4 NOT NULL CHECK (step OPERATOR(pg_catalog.>) 0),
+    update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (biz_tag, key)
+);
+COMMENT ON TABLE seqgen.key_counter IS
+    'pg_seqgen keyed counters: max_id is the highest value reserved for the key; it never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.key_counter', '');
+REVOKE ALL ON TABLE seqgen.key_counter FROM PUBLIC;
+
+CREATE FUNCTION seqgen.key_counter_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        -- allowed only with the tag itself (ON DELETE CASCADE)
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the counter of tag "%", key "%" cannot be deleted while the tag exists', OLD.biz_tag, OLD.key
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Deleting it would issue its numbers again.';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag OR NEW.key OPERATOR(pg_catalog.<>) OLD.key THEN
+        RAISE EXCEPTION 'the counter of tag "%", key "%" cannot be moved', OLD.biz_tag, OLD.key
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF NEW.max_id OPERATOR(pg_catalog.<) OLD.max_id THEN
+        RAISE EXCEPTION 'max_id of tag "%", key "%" cannot decrease (from % to %)', OLD.biz_tag, OLD.key, OLD.max_id, NEW.max_id
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Lowering max_id would hand out numbers again. It may only grow.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION seqgen.key_counter_guard() FROM PUBLIC;
+CREATE TRIGGER key_counter_guard BEFORE UPDATE OR DELETE ON seqgen.key_counter
+    FOR EACH ROW EXECUTE FUNCTION seqgen.key_counter_guard();
+CREATE TRIGGER key_counter_no_truncate BEFORE TRUNCATE ON seqgen.key_counter
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+ALTER TABLE seqgen.key_counter ENABLE ALWAYS TRIGGER key_counter_guard;
+ALTER TABLE seqgen.key_counter ENABLE ALWAYS TRIGGER key_counter_no_truncate;
+
+CREATE FUNCTION @extschema@."seqgen_next"(
+	"biz_tag" TEXT,
+	"key" TEXT
+) RETURNS bigint
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_next_key_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+CREATE FUNCTION @extschema@."seqgen_key_status"(
+	"biz_tag" TEXT,
+	"only_key" TEXT DEFAULT NULL
+) RETURNS TABLE (
+	"key" TEXT,
+	"max_id" bigint,
+	"step" INT,
+	"next_value" bigint,
+	"segment_end" bigint,
+	"loaded" bool,
+	"update_time" timestamp with time zone
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_key_status_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_key_status(pg_catalog.text, pg_catalog.text) FROM PUBLIC;

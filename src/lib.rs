@@ -39,6 +39,7 @@ extension_sql_file!(
 );
 extension_sql_file!("../sql/replication.sql", name = "replication", requires = ["catalog"]);
 extension_sql_file!("../sql/gapless.sql", name = "gapless", requires = ["catalog"]);
+extension_sql_file!("../sql/keys.sql", name = "keys", requires = ["catalog"]);
 extension_sql_file!("../sql/citus.sql", name = "citus", requires = ["catalog", background::health::seqgen_node]);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 

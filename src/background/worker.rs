@@ -750,7 +750,7 @@ fn gather(h: &'static Header, now: i64, periodic: bool, candidates: &[usize]) ->
             continue;
         }
         // A tag that failed for good (bigint exhausted) is retried only when a caller asks.
-        let failed = s.err_code.load(Ordering::Relaxed) == code::EXHAUSTED;
+        let failed = matches!(s.err_code.load(Ordering::Relaxed), code::EXHAUSTED | code::KEYED_OPAQUE);
         if asked || (!failed && s.seg.wants_next()) {
             if let Some(slot) = SlotRef::of(i, s) {
                 jobs.push(Job::Prefetch { slot, asked });
@@ -819,14 +819,21 @@ fn run_job(
             let cur = s.cur_step.load(Ordering::Relaxed);
             let last = s.last_alloc_ms.load(Ordering::Relaxed);
             let lasted = Duration::from_millis((now - last).max(0) as u64);
-            Outcome::Reserved(
-                plans.reserve_for(client, &slot.tag, slot.ident, |step| policy.next_step(cur, step, Some(lasted)))?,
-            )
+            let keyed = shmem::split_name(&slot.tag).1.is_some();
+            Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |step| {
+                if keyed {
+                    key_step(policy, cur, step, (last != 0).then_some(lasted))
+                } else {
+                    policy.next_step(cur, step, Some(lasted))
+                }
+            })?)
         }
         Job::Verify { slots: refs } => {
             let names: Vec<String> = refs.iter().map(|r| r.tag.clone()).collect();
             let found: HashMap<String, Ident> = plans.verify(client, names)?.into_iter().collect();
-            Outcome::Stale(refs.iter().filter(|r| found.get(&r.tag) != Some(&r.ident)).map(|r| r.idx).collect())
+            // a keyed counter serves its tag's row
+            let serves = |r: &SlotRef| found.get(shmem::split_name(&r.tag).0) == Some(&r.ident);
+            Outcome::Stale(refs.iter().filter(|r| !serves(r)).map(|r| r.idx).collect())
         }
     })
 }
@@ -960,7 +967,17 @@ fn reserve_code(r: &Reserve) -> u32 {
         Reserve::Exhausted => code::EXHAUSTED,
         Reserve::Stale => code::STALE,
         Reserve::Gapless => code::GAPLESS,
+        Reserve::KeyedOpaque => code::KEYED_OPAQUE,
     }
+}
+
+/// The step of a keyed counter's next segment: from 1 up to the tag's step, doubled while
+/// segments last less than the policy's `grow_below` and halved when they last more than its
+/// `shrink_above`, so a key that draws a few numbers a day keeps taking one or two at a time.
+/// `lasted`: `None` for the first segment after the key was loaded (its step is kept).
+fn key_step(policy: &seqgen_core::adaptive::StepPolicy, cur: i64, tag_step: i64, lasted: Option<Duration>) -> i64 {
+    let p = seqgen_core::adaptive::StepPolicy { enabled: true, max_step: tag_step, ..*policy };
+    p.next_step(cur, 1, lasted)
 }
 
 /// The slot of `r`, if it still has the job's generation.
@@ -983,6 +1000,7 @@ fn failure_code(o: &Outcome) -> u32 {
     match o {
         Outcome::CatalogMissing => code::CATALOG_MISSING,
         Outcome::NeedsUpdate(_) => code::NEEDS_UPDATE,
+        Outcome::Reserved(r) => reserve_code(r),
         _ => code::INTERNAL,
     }
 }
@@ -1113,7 +1131,10 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
         }
         (Job::Verify { slots }, Outcome::Stale(stale)) => {
             for r in slots.iter().filter(|r| stale.contains(&r.idx)) {
-                log!("pg_seqgen allocator: tag \"{}\" no longer matches its catalog row; its cached values are discarded", r.tag);
+                log!(
+                    "pg_seqgen allocator: tag \"{}\" no longer matches its catalog row; its cached values are discarded",
+                    shmem::shown_name(r.tag.clone())
+                );
                 retire_ref(h, r);
             }
         }
@@ -1209,7 +1230,9 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         if idle_ms < 1000 && h.busy_evictions.fetch_add(1, Ordering::Relaxed).is_multiple_of(1000) {
             // tags in use do not fit: each eviction is a round trip and a gap
             log!(
-                "pg_seqgen allocator: tag \"{name}\" (used {idle_ms} ms ago) gave its slot to tag \"{tag}\": more tags are in use than seqgen.max_tags ({}) holds; raise it",
+                "pg_seqgen allocator: tag \"{}\" (used {idle_ms} ms ago) gave its slot to tag \"{}\": more tags are in use than seqgen.max_tags ({}) holds; raise it",
+                shmem::shown_name(name),
+                shmem::shown_name(tag.to_string()),
                 h.max_tags
             );
         }

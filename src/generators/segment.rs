@@ -22,6 +22,34 @@ fn seqgen_next(biz_tag: &str) -> i64 {
     next(biz_tag).or_raise()
 }
 
+/// The next value of `biz_tag`'s counter for `key` (a tenant, a project, a branch): every
+/// key has its own counter from its first use, starting at the tag's `start_with`, with a
+/// slot of its own while it is in use (its step adapts to its own rate).
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_next")]
+fn seqgen_next_key(biz_tag: &str, key: &str) -> i64 {
+    crate::plumbing::wait::begin_call();
+    with_key_name(biz_tag, key, next).or_raise()
+}
+
+/// Run `f` on the slot name of `tag`'s counter for `key` (the tag, [`shmem::KEY_SEP`], the key),
+/// built on the stack.
+#[inline]
+pub fn with_key_name<R>(tag: &str, key: &str, f: impl FnOnce(&str) -> Result<R>) -> Result<R> {
+    let mut buf = [0u8; shmem::SLOT_NAME_MAX];
+    let (t, k) = (tag.as_bytes(), key.as_bytes());
+    if t.len() > shmem::NAME_MAX || k.len() > shmem::KEY_MAX || tag.contains(shmem::KEY_SEP as char) {
+        // refused with the right message by the checks of a cold load
+        crate::plumbing::error::check_tag(tag)?;
+        crate::plumbing::error::check_key(key)?;
+    }
+    buf[..t.len()].copy_from_slice(t);
+    buf[t.len()] = shmem::KEY_SEP;
+    buf[t.len() + 1..t.len() + 1 + k.len()].copy_from_slice(k);
+    // SAFETY: two UTF-8 strings joined by an ASCII byte
+    let name = unsafe { std::str::from_utf8_unchecked(&buf[..t.len() + 1 + k.len()]) };
+    f(name)
+}
+
 #[inline]
 pub fn next(tag: &str) -> Result<i64> {
     // steady state: a plain value from the current segment, drawn on the cache entry in place
@@ -318,4 +346,60 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
         }
     }
     Ok(out)
+}
+
+/// The keyed counters of a tag (all of them, or the one of `only_key`), on demand: the catalog
+/// row of each key joined with what shared memory holds for it (`seqgen_status` shows the
+/// tags only: a tag may have a million keys).
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::type_complexity)]
+fn seqgen_key_status(
+    biz_tag: &str,
+    only_key: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key, String),
+        name!(max_id, i64),
+        name!(step, i32),
+        name!(next_value, Option<i64>),
+        name!(segment_end, Option<i64>),
+        name!(loaded, bool),
+        name!(update_time, Option<pgrx::datum::TimestampWithTimeZone>),
+    ),
+> {
+    let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
+    let rows = crate::plumbing::session::bounded_lock_wait(|| {
+        Spi::connect(|c| {
+            let t = c.select(
+                "SELECT key, max_id, step, update_time FROM seqgen.key_counter \
+                 WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND ($2::pg_catalog.text IS NULL OR key OPERATOR(pg_catalog.=) $2) \
+                 ORDER BY key",
+                None,
+                &[biz_tag.into(), only_key.into()],
+            )?;
+            let mut rows = vec![];
+            for row in t {
+                let k: String = row.get(1)?.unwrap_or_default();
+                let max_id: i64 = row.get(2)?.unwrap_or_default();
+                let step: i32 = row.get(3)?.unwrap_or_default();
+                rows.push((k, max_id, step, row.get::<pgrx::datum::TimestampWithTimeZone>(4)?));
+            }
+            Ok::<_, pgrx::spi::Error>(rows)
+        })
+    })
+    .map_err(|e| SeqgenError::Internal(e.to_string()))
+    .or_raise();
+    let out: Vec<_> = rows
+        .into_iter()
+        .map(|(k, max_id, step, time)| {
+            let live = with_key_name(biz_tag, &k, |n| Ok(directory::lookup(h, n.as_bytes()))).ok().flatten();
+            let cur = live.and_then(|r| {
+                let s = r.slot.seg.snapshot();
+                s.current.filter(|c| s.used < c.len).map(|c| (c.start + s.used as i64, c.start + c.len as i64 - 1))
+            });
+            (k, max_id, step, cur.map(|c| c.0), cur.map(|c| c.1), live.is_some(), time)
+        })
+        .collect();
+    TableIterator::new(out)
 }

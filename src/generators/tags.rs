@@ -91,8 +91,8 @@ pub(crate) fn create_row(
     let inserted = bounded_lock_wait(|| {
         as_superuser(|| {
             returns_row(
-                "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner, node_bits, gapless) \
-             VALUES ($1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole, $6, $7) \
+                "INSERT INTO seqgen.alloc (biz_tag, max_id, step, description, owner, node_bits, gapless, start_with) \
+             VALUES ($1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole, $6, $7, $8) \
              ON CONFLICT (biz_tag) DO NOTHING RETURNING true",
                 &[
                     tag.into(),
@@ -102,6 +102,7 @@ pub(crate) fn create_row(
                     owner.into(),
                     node_bits.into(),
                     gapless.into(),
+                    start_with.into(),
                 ],
             )
         })

@@ -8,7 +8,7 @@ use seqgen_core::adaptive::{reserve_up_to, Reservation, MAX_NODE_BITS};
 use seqgen_core::opaque::Key;
 use seqgen_core::template::{self, counter_block, CounterBlock};
 
-use crate::plumbing::shmem::Ident;
+use crate::plumbing::shmem::{split_name, Ident};
 
 /// What reserving values for a tag came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,8 @@ pub enum Reserve {
     Stale,
     /// The tag is gapless: no segment generator serves it.
     Gapless,
+    /// A keyed counter of an opaque tag (keys count in the clear; not supported).
+    KeyedOpaque,
 }
 
 /// Every statement reads rows with `FOR NO KEY UPDATE SKIP LOCKED` (never waiting for a row
@@ -44,6 +46,19 @@ const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seq
      WHERE biz_tag OPERATOR(pg_catalog.=) ANY ($1)";
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+/// Keyed counters: the tag's row is read `FOR KEY SHARE` (a drop waits for the reservation,
+/// an alter or restart does not), the key's row locked `FOR UPDATE`.
+const KEY_TAG_ROW: &str = "SELECT step, node_bits, tableoid::pg_catalog.int8, tag_id, start_with, \
+     opaque_from IS NOT NULL, gapless FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
+     FOR KEY SHARE SKIP LOCKED";
+const KEY_ROW: &str = "SELECT max_id, step FROM seqgen.key_counter WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
+     AND key OPERATOR(pg_catalog.=) $2 FOR UPDATE SKIP LOCKED";
+const KEY_STEP: &str = "SELECT step FROM seqgen.key_counter WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
+     AND key OPERATOR(pg_catalog.=) $2";
+const KEY_INSERT: &str = "INSERT INTO seqgen.key_counter (biz_tag, key, max_id, step) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (biz_tag, key) DO NOTHING RETURNING true";
+const KEY_UPDATE: &str = "UPDATE seqgen.key_counter SET max_id = $3, step = $4, update_time = pg_catalog.now() \
+     WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2";
 
 /// The reservation tables of the clock-ordered generators, by index: snowflake IDs, UUIDv7s,
 /// 53-bit snowflakes. Each has one row, `reserved_id`: an ID value of the generator's layout
@@ -145,6 +160,11 @@ pub struct Plans {
     order_exists: OwnedPreparedStatement,
     counter_read: OwnedPreparedStatement,
     counter_set: OwnedPreparedStatement,
+    key_tag_row: OwnedPreparedStatement,
+    key_row: OwnedPreparedStatement,
+    key_step: OwnedPreparedStatement,
+    key_insert: OwnedPreparedStatement,
+    key_update: OwnedPreparedStatement,
 }
 
 impl Plans {
@@ -152,6 +172,7 @@ impl Plans {
         let text = PgOid::BuiltIn(PgBuiltInOids::TEXTOID);
         let texts = PgOid::BuiltIn(PgBuiltInOids::TEXTARRAYOID);
         let int8 = PgOid::BuiltIn(PgBuiltInOids::INT8OID);
+        let int4 = PgOid::BuiltIn(PgBuiltInOids::INT4OID);
         Ok(Plans {
             lock_row: client.prepare_mut(LOCK_ROW, &[text])?.keep(),
             row_exists: client.prepare(ROW_EXISTS, &[text])?.keep(),
@@ -169,12 +190,28 @@ impl Plans {
             order_exists: client.prepare(ORDER_EXISTS, &[text])?.keep(),
             counter_read: client.prepare(COUNTER_READ, &[text, text])?.keep(),
             counter_set: client.prepare_mut(COUNTER_SET, &[text, text, int8, int8])?.keep(),
+            key_tag_row: client.prepare_mut(KEY_TAG_ROW, &[text])?.keep(),
+            key_row: client.prepare_mut(KEY_ROW, &[text, text])?.keep(),
+            key_step: client.prepare(KEY_STEP, &[text, text])?.keep(),
+            key_insert: client.prepare_mut(KEY_INSERT, &[text, text, int8, int4])?.keep(),
+            key_update: client.prepare_mut(KEY_UPDATE, &[text, text, int8, int4])?.keep(),
         })
     }
 
     /// The tag's configured step and identity, if it exists (committed), and whether it is
     /// gapless (then the segment generators refuse it).
-    pub fn tag_load(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(i64, Ident, bool)>> {
+    /// For a keyed counter (`name` is a tag and a key), the step is the one the key last
+    /// reserved (1 for a new key): a key's step adapts to its own rate, from 1 up to the tag's.
+    pub fn tag_load(&self, client: &SpiClient<'_>, name: &str) -> spi::Result<Option<(i64, Ident, bool)>> {
+        let (tag, key) = split_name(name);
+        let Some((step, ident, gapless)) = self.tag_row(client, tag)? else { return Ok(None) };
+        let Some(key) = key else { return Ok(Some((step, ident, gapless))) };
+        let t = client.select(&self.key_step, Some(1), &[tag.into(), key.into()])?;
+        let stored = if t.is_empty() { None } else { t.first().get_one::<i32>()? };
+        Ok(Some((stored.map_or(1, i64::from).clamp(1, step), ident, gapless)))
+    }
+
+    fn tag_row(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(i64, Ident, bool)>> {
         let t = client.select(&self.tag_load, Some(1), &[tag.into()])?;
         if t.is_empty() {
             return Ok(None);
@@ -186,7 +223,9 @@ impl Plans {
     }
 
     /// The identities of the named tags that exist.
+    /// (Of a keyed counter, its tag's.)
     pub fn verify(&self, client: &SpiClient<'_>, names: Vec<String>) -> spi::Result<Vec<(String, Ident)>> {
+        let names: Vec<String> = names.iter().map(|n| split_name(n).0.to_string()).collect();
         let t = client.select(&self.verify, None, &[names.into()])?;
         let mut out = vec![];
         for row in t {
@@ -301,6 +340,9 @@ impl Plans {
         expect: Ident,
         size: impl FnOnce(i64) -> i64,
     ) -> spi::Result<Reserve> {
+        if let (tag, Some(key)) = split_name(tag) {
+            return self.reserve_for_key(client, tag, key, expect, size);
+        }
         let row = client.update(&self.lock_row, Some(1), &[tag.into()])?;
         if row.is_empty() {
             let exists = client.select(&self.row_exists, Some(1), &[tag.into()])?;
@@ -327,6 +369,61 @@ impl Plans {
         };
         client.update(&self.set_max_id, None, &[tag.into(), range.end.into()])?;
         Ok(Reserve::Done { range, step, opaque, node_bits })
+    }
+
+    /// [`Plans::reserve_for`] of `tag`'s counter for `key` (created at its first reservation,
+    /// starting at the tag's `start_with`). `size` is given the tag's configured step, the
+    /// largest a key reserves at once.
+    fn reserve_for_key(
+        &self,
+        client: &mut SpiClient<'_>,
+        tag: &str,
+        key: &str,
+        expect: Ident,
+        size: impl FnOnce(i64) -> i64,
+    ) -> spi::Result<Reserve> {
+        let row = client.update(&self.key_tag_row, Some(1), &[tag.into()])?;
+        if row.is_empty() {
+            let exists = client.select(&self.row_exists, Some(1), &[tag.into()])?;
+            return Ok(if exists.is_empty() { Reserve::Missing } else { Reserve::Locked });
+        }
+        let row = row.first();
+        if ident_of(row.get(3)?, row.get(4)?) != expect {
+            return Ok(Reserve::Stale);
+        }
+        let step = row.get::<i32>(1)?.unwrap_or(1) as i64;
+        let node_bits = row.get::<i32>(2)?.unwrap_or(0).clamp(0, MAX_NODE_BITS as i32) as u32;
+        let start_with = row.get::<i64>(5)?.unwrap_or(1).max(1);
+        if row.get::<bool>(6)?.unwrap_or(false) {
+            return Ok(Reserve::KeyedOpaque);
+        }
+        if row.get::<bool>(7)?.unwrap_or(false) {
+            return Ok(Reserve::Gapless);
+        }
+        let k = client.update(&self.key_row, Some(1), &[tag.into(), key.into()])?;
+        let max_id = if k.is_empty() {
+            let exists = client.select(&self.key_step, Some(1), &[tag.into(), key.into()])?;
+            if !exists.is_empty() {
+                return Ok(Reserve::Locked);
+            }
+            None
+        } else {
+            Some(k.first().get_one::<i64>()?.unwrap_or(0))
+        };
+        let len = size(step).clamp(1, step);
+        let Ok(range) = reserve_up_to(max_id.unwrap_or(start_with - 1), len, i64::MAX >> node_bits) else {
+            return Ok(Reserve::Exhausted);
+        };
+        let args = [tag.into(), key.into(), range.end.into(), (range.len() as i32).into()];
+        if max_id.is_none() {
+            // created by someone else meanwhile (a restore): read it again next time
+            if client.update(&self.key_insert, Some(1), &args)?.is_empty() {
+                return Ok(Reserve::Locked);
+            }
+        } else {
+            client.update(&self.key_update, None, &args)?;
+        }
+        Ok(Reserve::Done { range, step, opaque: None, node_bits })
     }
 
     /// A tag's opaque key, if it has one.

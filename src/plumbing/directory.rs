@@ -11,7 +11,7 @@ use hashbrown::HashTable;
 use seqgen_core::segment::Hint;
 
 use crate::plumbing::acl::Stamp;
-use crate::plumbing::error::{check_tag, Result, SeqgenError};
+use crate::plumbing::error::{check_name, Result, SeqgenError};
 use crate::plumbing::guc;
 use crate::plumbing::local::BackendLocal;
 use crate::plumbing::shmem::{self, Header, Mailbox, TagSlot};
@@ -35,6 +35,8 @@ pub mod code {
     pub const NEEDS_UPDATE: u32 = 10;
     /// The tag is gapless (`generators::gapless`).
     pub const GAPLESS: u32 = 11;
+    /// A keyed counter of an opaque tag.
+    pub const KEYED_OPAQUE: u32 = 12;
 }
 
 /// A resolved tag: its slot and the generation the slot had when resolved. A draw is valid
@@ -73,19 +75,19 @@ struct Mapped {
     e: Entry,
 }
 
-/// A tag name held inline (tags are at most 63 bytes): the cache's key compares without a
-/// pointer to chase, and remembering the last tag of a call copies a few bytes where a
-/// `Box<str>` would allocate.
+/// A slot name held inline (a tag of at most 63 bytes, or a tag and a key): the cache's key
+/// compares without a pointer to chase, and remembering the last tag of a call copies a few
+/// bytes where a `Box<str>` would allocate.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Name {
     len: u8,
-    bytes: [u8; shmem::NAME_MAX],
+    bytes: [u8; shmem::SLOT_NAME_MAX],
 }
 
 impl Name {
     fn new(tag: &str) -> Name {
-        let mut bytes = [0u8; shmem::NAME_MAX];
-        let len = tag.len().min(shmem::NAME_MAX);
+        let mut bytes = [0u8; shmem::SLOT_NAME_MAX];
+        let len = tag.len().min(shmem::SLOT_NAME_MAX);
         bytes[..len].copy_from_slice(&tag.as_bytes()[..len]);
         Name { len: len as u8, bytes }
     }
@@ -279,11 +281,11 @@ fn resolve_slow(tag: &str) -> Result<(Resolved, Hint)> {
 #[inline(never)]
 fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
     let h = ready_header()?;
-    check_tag(tag)?;
+    check_name(tag)?;
     // the new side of a switchover draws only once the catalog stops coming in (checked before
     // the allocator loads the tag: a segment reserved here would be a write the incoming
     // catalog then collides with)
-    crate::plumbing::replication::refuse_while_receiving(tag)?;
+    crate::plumbing::replication::refuse_while_receiving(shmem::split_name(tag).0)?;
     let r = match lookup(h, tag.as_bytes()) {
         Some(r) => r,
         None => load(h, tag)?,
@@ -297,8 +299,10 @@ fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
 fn check_and_remember(tag: &str, r: Resolved, area_epoch: &'static AtomicU64) -> Result<(Resolved, Hint)> {
     // the stamp before the read: a change that commits meanwhile makes the answer stale
     let stamp = Stamp::now(area_epoch.load(Ordering::Acquire));
-    if !crate::plumbing::acl::may_draw(tag)? {
-        return Err(SeqgenError::TagPermission(tag.to_string()));
+    // a keyed counter is drawn with its tag's privileges
+    let owner_tag = shmem::split_name(tag).0;
+    if !crate::plumbing::acl::may_draw(owner_tag)? {
+        return Err(SeqgenError::TagPermission(owner_tag.to_string()));
     }
     let e = Entry { r, acl: stamp, hint: Hint::default() };
     let mut c = CACHE.get();
@@ -390,13 +394,17 @@ pub fn lookup(h: &'static Header, name: &[u8]) -> Option<Resolved> {
 /// unknown) describe a failed job.
 pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenError {
     match code {
-        code::UNKNOWN_TAG => crate::plumbing::replication::unknown_tag(tag),
+        code::UNKNOWN_TAG => crate::plumbing::replication::unknown_tag(shmem::split_name(tag).0),
         code::EXHAUSTED => SeqgenError::Exhausted(tag.to_string()),
         code::LOCKED => SeqgenError::RowLocked(tag.to_string()),
         code::CATALOG_MISSING => SeqgenError::CatalogMissing(current_database()),
         code::NO_TEMPLATE => SeqgenError::NoTemplate(tag.to_string()),
         code::NEEDS_UPDATE => SeqgenError::NeedsUpdate(detail),
-        code::GAPLESS => SeqgenError::Gapless(tag.to_string()),
+        code::GAPLESS => SeqgenError::Gapless(shmem::split_name(tag).0.to_string()),
+        code::KEYED_OPAQUE => SeqgenError::Unsupported(format!(
+            "keyed counters of an opaque tag (\"{}\" is opaque; keys count in the clear)",
+            shmem::split_name(tag).0
+        )),
         _ => SeqgenError::WorkerFailed { tag: tag.to_string(), detail, state },
     }
 }
@@ -424,7 +432,9 @@ fn load(h: &'static Header, tag: &str) -> Result<Resolved> {
             let slot = &shmem::slots(h)[reply.start as usize];
             Ok(Resolved { slot, gen: reply.len as u64 })
         }
-        code::UNKNOWN_TAG if tag_visible_to_me(tag) => Err(SeqgenError::TagNotCommitted(tag.to_string())),
+        code::UNKNOWN_TAG if tag_visible_to_me(shmem::split_name(tag).0) => {
+            Err(SeqgenError::TagNotCommitted(shmem::split_name(tag).0.to_string()))
+        }
         code::STALE => Err(SeqgenError::CatalogMissing(current_database())),
         c => Err(error_for(c, tag, reply.detail, reply.len as i32)),
     }
@@ -466,7 +476,9 @@ pub fn reserve_range(tag: &str, r: Resolved, n: i64) -> Result<Option<(i64, i64,
     match reply.code {
         code::OK => Ok(Some((reply.start, reply.len, reply.mode))),
         code::STALE => Ok(None),
-        code::UNKNOWN_TAG if tag_visible_to_me(tag) => Err(SeqgenError::TagNotCommitted(tag.to_string())),
+        code::UNKNOWN_TAG if tag_visible_to_me(shmem::split_name(tag).0) => {
+            Err(SeqgenError::TagNotCommitted(shmem::split_name(tag).0.to_string()))
+        }
         c => Err(error_for(c, tag, reply.detail, reply.len as i32)),
     }
 }

@@ -183,9 +183,12 @@ impl SeqgenError {
 
     /// Raise this error as a PostgreSQL ERROR.
     pub fn raise(self) -> ! {
-        let mut report = ErrorReport::new(self.sqlstate(), self.to_string(), "pg_seqgen");
+        // a keyed counter's slot name is the tag, a separator and the key: shown as
+        // `tag "t" key "k"` (tags cannot contain the separator, so only such names change)
+        let shown = crate::plumbing::shmem::shown_name;
+        let mut report = ErrorReport::new(self.sqlstate(), shown(self.to_string()), "pg_seqgen");
         if let Some(h) = self.hint() {
-            report = report.set_hint(h);
+            report = report.set_hint(shown(h));
         }
         report.report(PgLogLevel::ERROR);
         unreachable!("ERROR does not return")
@@ -205,6 +208,32 @@ impl<T> OrRaise<T> for Result<T> {
             Err(e) => e.raise(),
         }
     }
+}
+
+/// A slot name: a tag, or a tag and the key of one of its keyed counters.
+pub fn check_name(name: &str) -> Result<()> {
+    match crate::plumbing::shmem::split_name(name) {
+        (tag, None) => check_tag(tag),
+        (tag, Some(key)) => {
+            check_tag(tag)?;
+            check_key(key)
+        }
+    }
+}
+
+/// The key of a keyed counter (`seqgen_next(tag, key)`).
+pub fn check_key(key: &str) -> Result<()> {
+    let max = crate::plumbing::shmem::KEY_MAX;
+    if key.is_empty() {
+        return Err(SeqgenError::InvalidArgument("a key must not be empty".into()));
+    }
+    if key.len() > max {
+        return Err(SeqgenError::InvalidArgument(format!("a key is at most {max} bytes, this one has {}", key.len())));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(SeqgenError::InvalidArgument("a key must not contain control characters".into()));
+    }
+    Ok(())
 }
 
 /// Validate a tag name: 1 to 63 bytes, no control characters.

@@ -45,6 +45,13 @@ use crate::plumbing::guc;
 
 /// Longest tag name in bytes (PostgreSQL's identifier limit).
 pub const NAME_MAX: usize = 63;
+/// Longest key of a keyed counter (`seqgen_next(tag, key)`), in bytes.
+pub const KEY_MAX: usize = 128;
+/// Longest slot name: a tag, or a tag, [`KEY_SEP`] and a key (a keyed counter has a slot of
+/// its own, named so; tags cannot contain control characters, so the name splits back).
+pub const SLOT_NAME_MAX: usize = NAME_MAX + 1 + KEY_MAX;
+/// Separates the tag from the key in the slot name of a keyed counter.
+pub const KEY_SEP: u8 = 0x1f;
 /// Synchronous request slots; a backend that finds none free waits for one.
 pub const MAILBOXES: usize = 64;
 
@@ -324,7 +331,7 @@ pub struct TagSlot {
     pub seg: SegmentBuffer,
     pub state: AtomicU32,
     name_len: AtomicU32,
-    name: UnsafeCell<[u8; NAME_MAX + 1]>,
+    name: UnsafeCell<[u8; SLOT_NAME_MAX + 1]>,
     ident_rel: AtomicU32,
     ident_tag: AtomicI64,
     /// Set by a backend (or the trigger offset) to ask for the next segment.
@@ -404,7 +411,7 @@ impl TagSlot {
     pub fn name(&self) -> &[u8] {
         let len = self.name_len.load(Ordering::Relaxed) as usize;
         // SAFETY: written only under dir_lock exclusive while the slot is FREE.
-        unsafe { &(&*self.name.get())[..len.min(NAME_MAX)] }
+        unsafe { &(&*self.name.get())[..len.min(SLOT_NAME_MAX)] }
     }
 
     /// The catalog row this slot serves. Written with the name (dir_lock exclusive, slot FREE).
@@ -419,7 +426,7 @@ impl TagSlot {
 
     /// Caller holds `dir_lock` exclusive and the slot is FREE.
     pub fn set_name(&self, name: &[u8]) {
-        let len = name.len().min(NAME_MAX);
+        let len = name.len().min(SLOT_NAME_MAX);
         unsafe {
             let buf = &mut *self.name.get();
             buf[..len].copy_from_slice(&name[..len]);
@@ -539,7 +546,7 @@ pub struct Mailbox {
     pub gen: AtomicU64,
     pub n: AtomicI64,
     name_len: AtomicU32,
-    name: UnsafeCell<[u8; NAME_MAX + 1]>,
+    name: UnsafeCell<[u8; SLOT_NAME_MAX + 1]>,
     // results
     pub result: AtomicU32,
     pub r_start: AtomicI64,
@@ -587,7 +594,7 @@ impl Mailbox {
 
     /// Owner only, while FILLING.
     pub fn set_name(&self, name: &[u8]) {
-        let len = name.len().min(NAME_MAX);
+        let len = name.len().min(SLOT_NAME_MAX);
         unsafe { (&mut *self.name.get())[..len].copy_from_slice(&name[..len]) };
         self.name_len.store(len as u32, Ordering::Relaxed);
     }
@@ -595,7 +602,7 @@ impl Mailbox {
     /// Worker only, while POSTED.
     pub fn name(&self) -> Vec<u8> {
         let len = self.name_len.load(Ordering::Relaxed) as usize;
-        unsafe { (&*self.name.get())[..len.min(NAME_MAX)].to_vec() }
+        unsafe { (&*self.name.get())[..len.min(SLOT_NAME_MAX)].to_vec() }
     }
 
     /// Worker only, while POSTED.
@@ -1000,8 +1007,40 @@ pub fn retire(name: &[u8]) {
         if let Some(idx) = find_slot(h, name) {
             retire_slot(h, idx);
         }
+        // and the slots of the tag's keyed counters (a cold path: drops and changes)
+        if !name.contains(&KEY_SEP) {
+            for idx in 0..slots(h).len() {
+                let s = &all_slots(h)[idx];
+                if s.state.load(Ordering::Acquire) == SLOT_ACTIVE && is_key_of(s.name(), name) {
+                    retire_slot(h, idx);
+                }
+            }
+        }
     });
     h.broadcast();
+}
+
+/// Is `slot_name` a keyed counter of `tag`?
+pub fn is_key_of(slot_name: &[u8], tag: &[u8]) -> bool {
+    slot_name.len() > tag.len() && slot_name.starts_with(tag) && slot_name[tag.len()] == KEY_SEP
+}
+
+/// A slot name (or a message naming one) for people: a keyed counter's `t<sep>k` as
+/// `t" key "k`, inside the quotes a message puts around a tag.
+pub fn shown_name(text: String) -> String {
+    if text.contains(KEY_SEP as char) {
+        text.replace(KEY_SEP as char, "\" key \"")
+    } else {
+        text
+    }
+}
+
+/// A slot name split into its tag and, for a keyed counter, its key.
+pub fn split_name(name: &str) -> (&str, Option<&str>) {
+    match name.split_once(KEY_SEP as char) {
+        Some((tag, key)) => (tag, Some(key)),
+        None => (name, None),
+    }
 }
 
 /// Retire every slot (the catalog was dropped).

@@ -64,6 +64,9 @@ const DOCUMENTED: [&str; 19] = [
     "23514", "40001", "25001", "25P02", "42P01", "23503", "57014",
 ];
 
+/// Where the ledgers of keyed counters start (`KEYED + tag * 3 + key`, beside the tags').
+const KEYED: usize = 1000;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Shape {
     Auto,
@@ -82,6 +85,8 @@ enum Draw {
     /// (calls that change the tag from call to call draw from per-session blocks).
     InTurn(usize),
     Batch(usize, i32),
+    /// `seqgen_next(tag, key)` on keys `k0` to `k2` in turn, this many rows.
+    Keyed(usize, u32),
     OrderNo(usize, u32),
     Snowflake(u32),
     Uuid(u32),
@@ -172,7 +177,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // order numbers mostly from tags a and b (so templates change under drawn
                 // numbers often)
                 let ot = if rng.random_bool(0.8) { t % 2 } else { t };
-                let d = match rng.random_range(0..23) {
+                let d = match rng.random_range(0..25) {
+                    23..=24 => Draw::Keyed(t, [1, 3, 40][rng.random_range(0..3)]),
                     0..=3 => Draw::Next(t),
                     4 => Draw::InTurn(t),
                     5..=6 => Draw::Batch(t, [1, 7, 100, 2000][rng.random_range(0..4)]),
@@ -311,7 +317,7 @@ impl Run {
                 "CREATE EXTENSION pg_seqgen;
                  GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer),
                    seqgen_order_no(text), seqgen_snowflake(), seqgen_uuidv7(),
-                   seqgen_gapless_next(text, text) TO fz_app;
+                   seqgen_gapless_next(text, text), seqgen_next(text, text) TO fz_app;
                  SELECT seqgen_create_gapless('gl');
                  SELECT seqgen_grant('gl', 'fz_app');
                  CREATE TABLE gl_t (k text NOT NULL, no bigint);
@@ -465,6 +471,10 @@ impl Run {
                 n = TAGS.len()
             ),
             Draw::Batch(t, n) => format!("SELECT x FROM seqgen_next_batch('{}', {n}) x", TAGS[*t]),
+            Draw::Keyed(t, n) => format!(
+                "SELECT (g % 3) || ':' || seqgen_next('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g",
+                TAGS[*t]
+            ),
             Draw::OrderNo(t, k) => format!("SELECT seqgen_order_no('{}') FROM generate_series(1, {k})", TAGS[*t]),
             Draw::Snowflake(k) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
             Draw::Uuid(k) => format!("SELECT seqgen_uuidv7() FROM generate_series(1, {k})"),
@@ -497,6 +507,14 @@ impl Run {
                     let (t, id) = parsed.ok_or_else(|| format!("not a tag index and a bigint: {v}"))?;
                     let key = self.tag_key(db, t);
                     self.ids.entry(key).or_default().insert(id)
+                }
+                Draw::Keyed(t, _) => {
+                    let parsed =
+                        v.split_once(':').and_then(|(k, id)| Some((k.parse::<usize>().ok()?, id.parse::<i64>().ok()?)));
+                    let (k, id) = parsed.ok_or_else(|| format!("not a key index and a bigint: {v}"))?;
+                    // each key of a tag incarnation counts on its own
+                    let (db, t, inc) = self.tag_key(db, *t);
+                    self.ids.entry((db, KEYED + t * 3 + k, inc)).or_default().insert(id)
                 }
                 Draw::OrderNo(t, _) => {
                     let key = self.tag_key(db, *t);
@@ -739,8 +757,8 @@ impl Run {
             let mut c = Client::connect(&self.c.conninfo(name), NoTls).map_err(|e| e.to_string())?;
             let tags = c
                 .query(
-                    "SELECT biz_tag, EXISTS (SELECT FROM seqgen.template t WHERE t.biz_tag = a.biz_tag) \
-                     FROM seqgen.alloc a",
+                    "SELECT biz_tag, EXISTS (SELECT FROM seqgen.template t WHERE t.biz_tag = a.biz_tag), \
+                     opaque_from IS NULL FROM seqgen.alloc a",
                     &[],
                 )
                 .map_err(|e| e.to_string())?;
@@ -749,6 +767,10 @@ impl Run {
                 if let Some(t) = TAGS.iter().position(|x| *x == name) {
                     self.exists.insert((db, t));
                     checks.push((db, Draw::Next(t)));
+                    if r.get::<_, bool>(2) {
+                        // keyed counters of an opaque tag are refused (0A000)
+                        checks.push((db, Draw::Keyed(t, 3)));
+                    }
                     if tpl {
                         self.templated.insert((db, t));
                         checks.push((db, Draw::OrderNo(t, 1)));

@@ -243,6 +243,12 @@ fn upgrade(old: &str, from: &str, port: u16) {
     c.sql("SELECT seqgen_create_gapless('gl_up')");
     let n = c.one_i64("SELECT seqgen_gapless_next('gl_up', 'k')");
     assert_eq!(n, 1, "the first gapless number after the upgrade from {from}");
+    // and counters per key: of a tag made before the upgrade (start 1), and of a new one
+    let k1 = c.one_i64("SELECT seqgen_next('seg', 'k')");
+    let k2 = c.one_i64("SELECT seqgen_next('seg', 'k')");
+    assert_eq!((k1, k2), (1, 2), "a key of a tag made before the upgrade from {from}");
+    c.sql("SELECT seqgen_create('keyed_up', 10, 40)");
+    assert_eq!(c.one_i64("SELECT seqgen_next('keyed_up', 'k')"), 40);
     // the configuration of the upgraded catalog applies to it as no change
     let changes = c.one_i64("SELECT count(*) FROM seqgen_apply(seqgen_config())");
     assert_eq!(changes, 0, "applying the configuration of the catalog upgraded from {from} changed it");

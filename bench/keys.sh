@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Counters per key: one session, every row naming a key, side by side in one run (median of
+# 5 interleaved rounds, nanoseconds per row and the ratio to the floor of the same expression):
+#   hot key      seqgen_next('t', 'k1') against length('k1')
+#   100,000 keys seqgen_next('t', 'k' || n) with n random in 0..99,999, against the floor
+#                length('k' || n), against a counter table updated per call
+#                (UPDATE counters SET n = n + 1 WHERE k = $1 RETURNING n, in a SQL function)
+#                and against one PostgreSQL sequence per key (nextval(('s' || n)::regclass))
+#   cold key     the first draw of a key never used (one round trip to the allocator)
+# The cluster holds 131,072 slots (seqgen.max_tags), so every key stays in shared memory.
+#
+#   bash bench/keys.sh                       # about 4 minutes (100,000 sequences are created)
+#   BENCH_ROWS=100000 bash bench/keys.sh
+PG_MAJORS=${PG_MAJOR:-15}
+. "$(dirname "$0")/../scripts/lib.sh"
+
+ROWS=${BENCH_ROWS:-1000000}
+DIR=/tmp/pg_seqgen_bench_keys
+PORT=${BENCH_PORT:-55540}
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+
+ensure_deps
+install_extension
+say "starting a throwaway cluster in $DIR (room for 131,072 tags and keys)"
+cluster_init "$DIR" "$PORT" "shared_buffers = 512MB" "max_wal_size = 4GB" "seqgen.max_databases = 1" \
+    "seqgen.max_tags = 131072" "max_locks_per_transaction = 256"
+cluster_start "$DIR"
+trap 'cluster_stop "$DIR" fast' EXIT
+psql_at "$DIR" "$PORT" -f "$BENCH_DIR/setup.sql" >/dev/null
+say "100,000 keys: the counter table, 100,000 sequences, every key drawn once"
+psql_at "$DIR" "$PORT" >/dev/null <<'SQL'
+SELECT seqgen_create('t');
+CREATE TABLE counters (k text PRIMARY KEY, n bigint NOT NULL);
+INSERT INTO counters SELECT 'k' || g, 0 FROM generate_series(0, 99999) g;
+CREATE FUNCTION counter_next(key text) RETURNS bigint LANGUAGE sql VOLATILE
+    AS $$ UPDATE counters SET n = n + 1 WHERE k = key RETURNING n $$;
+DO $$ BEGIN FOR i IN 0..99 LOOP
+    EXECUTE (SELECT string_agg(format('CREATE SEQUENCE s%s', g), '; ') FROM generate_series(i * 1000, i * 1000 + 999) g);
+END LOOP; END $$;
+SELECT count(seqgen_next('t', 'k' || g)) FROM generate_series(0, 99999) g;
+SQL
+
+say "per row, median of 5 rounds of $ROWS rows (the counter table and the sequences: $((ROWS / 10)) rows)"
+OUT=$(psql_at "$DIR" "$PORT" -At -F $'\t' <<SQL
+SELECT (regexp_match(query, '^-- ([^\n]*)'))[1], ms * 1e6 / (CASE WHEN query LIKE '%(small)%' THEN $ROWS / 10 ELSE $ROWS END)
+  FROM bench_median(ARRAY[
+    format('-- hot floor
+            SELECT count(length(%L)) FROM generate_series(1, %s) g', 'k1', $ROWS),
+    format('-- hot seqgen
+            SELECT count(seqgen_next(''t'', %L)) FROM generate_series(1, %s) g', 'k1', $ROWS),
+    format('-- random floor
+            SELECT count(length(''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS),
+    format('-- random seqgen
+            SELECT count(seqgen_next(''t'', ''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS),
+    format('-- random counter table (small)
+            SELECT count(counter_next(''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS / 10),
+    format('-- random sequence per key (small)
+            SELECT count(nextval((''s'' || floor(random() * 100000)::int)::regclass)) FROM generate_series(1, %s) g', $ROWS / 10)
+  ], 5);
+SQL
+)
+# the cold key: 2,000 keys never used, each drawn once (one round trip each)
+COLD_MS=$(psql_at "$DIR" "$PORT" -At -c "DO \$\$ DECLARE t timestamptz := clock_timestamp(); BEGIN
+          PERFORM count(seqgen_next('t', 'cold' || g)) FROM generate_series(1, 2000) g;
+          RAISE NOTICE 'cold %', extract(epoch FROM clock_timestamp() - t) * 1000 / 2000;
+        END \$\$" 2>&1 | sed -n 's/.*cold \([0-9.]*\).*/\1/p')
+
+echo
+echo "| per row (PostgreSQL $PG_MAJOR, one session) | ns per row | ratio to its floor |"
+echo "| --- | ---: | ---: |"
+echo "$OUT" | awk -F '\t' -v cold="$COLD_MS" '
+    { ns[$1] = $2 }
+    END {
+        printf "| floor: length(%s) | %.0f | 1.00x |\n", "\x27k1\x27", ns["hot floor"]
+        printf "| hot key: seqgen_next(%s, %s) | %.0f | %.2fx |\n", "\x27t\x27", "\x27k1\x27", ns["hot seqgen"], ns["hot seqgen"] / ns["hot floor"]
+        printf "| floor: length(%s || n), n random in 0..99,999 | %.0f | 1.00x |\n", "\x27k\x27", ns["random floor"]
+        printf "| 100,000 keys: seqgen_next(%s, %s || n) | %.0f | %.2fx |\n", "\x27t\x27", "\x27k\x27", ns["random seqgen"], ns["random seqgen"] / ns["random floor"]
+        printf "| 100,000 keys: a counter table row updated per call | %.0f | %.2fx |\n", ns["random counter table (small)"], ns["random counter table (small)"] / ns["random floor"]
+        printf "| 100,000 keys: a PostgreSQL sequence per key | %.0f | %.2fx |\n", ns["random sequence per key (small)"], ns["random sequence per key (small)"] / ns["random floor"]
+        printf "| a cold key (its first draw: one allocator round trip) | %.0f | |\n", cold * 1e6
+    }'
+echo
+echo "Median of 5 interleaved rounds of $ROWS rows ($((ROWS / 10)) for the counter table and the sequences); 2,000 cold keys."
