@@ -246,3 +246,13 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_key_status_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.seqgen_key_status(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
+-- The catalog a switchover publishes now carries the keyed and gapless counters.
+CREATE OR REPLACE FUNCTION @extschema@.seqgen_replication_tables() RETURNS SETOF pg_catalog.regclass
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t::pg_catalog.regclass FROM (VALUES ('seqgen.alloc'), ('seqgen.template'), ('seqgen.template_history'),
+        ('seqgen.order_counter'), ('seqgen.opaque_key'), ('seqgen.snowflake'), ('seqgen.uuidv7'),
+        ('seqgen.snowflake53'), ('seqgen.key_counter'), ('seqgen.gapless_counter')) AS v(t)
+$$;

@@ -671,7 +671,7 @@ impl Worker {
 }
 
 fn job_name(job: &Job) -> String {
-    match job {
+    shmem::shown_name(match job {
         Job::Load { tag, .. } => format!("loading tag \"{tag}\""),
         Job::Range { slot, .. } => format!("reserving a range of tag \"{}\"", slot.tag),
         Job::Template { slot, .. } => format!("reading the template of tag \"{}\"", slot.tag),
@@ -679,7 +679,7 @@ fn job_name(job: &Job) -> String {
         Job::Order { slot, .. } => format!("reserving order numbers of tag \"{}\"", slot.tag),
         Job::Snowflake { kind, .. } => format!("persisting the {} reservation", kind.name()),
         Job::Verify { .. } => "checking loaded tags against the catalog".into(),
-    }
+    })
 }
 
 /// Record a failure in the health view.

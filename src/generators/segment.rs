@@ -32,12 +32,12 @@ fn seqgen_next_key(biz_tag: &str, key: &str) -> i64 {
 }
 
 /// Run `f` on the slot name of `tag`'s counter for `key` (the tag, [`shmem::KEY_SEP`], the key),
-/// built on the stack.
+/// built on the stack. (A `text` argument never holds the separator, NUL.)
 #[inline]
 pub fn with_key_name<R>(tag: &str, key: &str, f: impl FnOnce(&str) -> Result<R>) -> Result<R> {
     let mut buf = [0u8; shmem::SLOT_NAME_MAX];
     let (t, k) = (tag.as_bytes(), key.as_bytes());
-    if t.len() > shmem::NAME_MAX || k.len() > shmem::KEY_MAX || tag.contains(shmem::KEY_SEP as char) {
+    if t.len() > shmem::NAME_MAX || k.len() > shmem::KEY_MAX {
         // refused with the right message by the checks of a cold load
         crate::plumbing::error::check_tag(tag)?;
         crate::plumbing::error::check_key(key)?;
@@ -354,7 +354,7 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)]
 fn seqgen_key_status(
-    biz_tag: &str,
+    biz_tag: Option<&str>,
     only_key: default!(Option<&str>, "NULL"),
 ) -> TableIterator<
     'static,
@@ -368,6 +368,7 @@ fn seqgen_key_status(
         name!(update_time, Option<pgrx::datum::TimestampWithTimeZone>),
     ),
 > {
+    let biz_tag = biz_tag.ok_or(SeqgenError::NullArgument("biz_tag")).or_raise();
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
     let rows = crate::plumbing::session::bounded_lock_wait(|| {
         Spi::connect(|c| {

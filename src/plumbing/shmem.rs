@@ -48,10 +48,12 @@ pub const NAME_MAX: usize = 63;
 /// Longest key of a keyed counter (`seqgen_next(tag, key)`), in bytes.
 pub const KEY_MAX: usize = 128;
 /// Longest slot name: a tag, or a tag, [`KEY_SEP`] and a key (a keyed counter has a slot of
-/// its own, named so; tags cannot contain control characters, so the name splits back).
+/// its own, named so).
 pub const SLOT_NAME_MAX: usize = NAME_MAX + 1 + KEY_MAX;
-/// Separates the tag from the key in the slot name of a keyed counter.
-pub const KEY_SEP: u8 = 0x1f;
+/// Separates the tag from the key in the slot name of a keyed counter: NUL, which no `text`
+/// value can hold, so no tag named by a caller of the one-argument functions is a keyed
+/// counter's slot name (and tags and keys cannot contain control characters either).
+pub const KEY_SEP: u8 = 0;
 /// Synchronous request slots; a backend that finds none free waits for one.
 pub const MAILBOXES: usize = 64;
 
@@ -1025,8 +1027,8 @@ pub fn is_key_of(slot_name: &[u8], tag: &[u8]) -> bool {
     slot_name.len() > tag.len() && slot_name.starts_with(tag) && slot_name[tag.len()] == KEY_SEP
 }
 
-/// A slot name (or a message naming one) for people: a keyed counter's `t<sep>k` as
-/// `t" key "k`, inside the quotes a message puts around a tag.
+/// A slot name (or a message naming one) for people and for C strings: a keyed counter's
+/// `t<NUL>k` as `t" key "k`, inside the quotes a message puts around a tag.
 pub fn shown_name(text: String) -> String {
     if text.contains(KEY_SEP as char) {
         text.replace(KEY_SEP as char, "\" key \"")

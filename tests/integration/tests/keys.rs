@@ -1,9 +1,12 @@
 //! Keyed counters (issue 19, part 1): `seqgen_next(tag, key)` counts per key, from the tag's
 //! `start_with`, with a step that adapts to the key's own rate. 8 sessions draw from 10,000
-//! keys at random (committed and rolled back) with an immediate shutdown in the middle: no
+//! keys at random (committed and rolled back) with an immediate shutdown while they draw: no
 //! value repeats within a key, and the crash loses at most two segments of a key.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use postgres::{Client, NoTls};
 use rand::rngs::StdRng;
@@ -15,29 +18,68 @@ const TAG_STEP: i64 = 1000;
 const START: i64 = 100;
 
 /// `per_session` draws of each of 8 sessions on random keys, each in a transaction that
-/// commits or rolls back: every value returned, as (key, value).
-fn draw(c: &Cluster, phase: u64, per_session: usize) -> Vec<(usize, i64)> {
+/// commits or rolls back: every value returned, as (key, value, whether it came after the
+/// crash). The server is shut down immediately once the sessions have drawn `crash_after`
+/// values in all, while they go on drawing, and started again; `restarted` runs before the
+/// sessions, which wait for it, reconnect.
+fn draw(c: &Cluster, per_session: usize, crash_after: usize, restarted: impl FnOnce()) -> Vec<(usize, i64, bool)> {
     let conninfo = c.conninfo("postgres");
-    on_threads(8, move |t| {
-        let mut rng = StdRng::seed_from_u64(phase * 100 + t as u64);
-        let mut cl = Client::connect(&conninfo, NoTls).unwrap();
-        let mut got = vec![];
-        for _ in 0..per_session {
-            let k = rng.random_range(0..KEYS);
-            let mut tx = cl.transaction().unwrap();
-            let v: i64 = tx.query_one("SELECT seqgen_next('ticket', $1)", &[&format!("p{k}")]).unwrap().get(0);
-            got.push((k, v));
-            if rng.random_bool(0.3) {
-                tx.rollback().unwrap();
-            } else {
-                tx.commit().unwrap();
+    let drawn = Arc::new(AtomicUsize::new(0));
+    let open = Arc::new(AtomicBool::new(true));
+    let (d, o) = (drawn.clone(), open.clone());
+    let sessions = std::thread::spawn(move || {
+        on_threads(8, move |t| {
+            let mut rng = StdRng::seed_from_u64(t as u64);
+            let connect = || {
+                let end = Instant::now() + Duration::from_secs(60);
+                loop {
+                    if o.load(Ordering::Acquire) {
+                        if let Ok(cl) = Client::connect(&conninfo, NoTls) {
+                            return cl;
+                        }
+                    }
+                    assert!(Instant::now() < end, "no connection for 60 s");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            };
+            let (mut cl, mut after, mut got) = (connect(), false, vec![]);
+            while got.len() < per_session {
+                let k = rng.random_range(0..KEYS);
+                let drew = (|| -> Result<i64, postgres::Error> {
+                    let mut tx = cl.transaction()?;
+                    let v: i64 = tx.query_one("SELECT seqgen_next('ticket', $1)", &[&format!("p{k}")])?.get(0);
+                    if rng.random_bool(0.3) {
+                        tx.rollback()?;
+                    } else {
+                        tx.commit()?;
+                    }
+                    Ok(v)
+                })();
+                match drew {
+                    Ok(v) => {
+                        got.push((k, v, after));
+                        d.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // the crash: a value returned to a rolled-back or unanswered commit still
+                    // counts (pushed above); a lost connection comes back after the restart
+                    Err(e) if cl.is_closed() || e.code().is_none_or(|c| c.code().starts_with("57")) => {
+                        (cl, after) = (connect(), true);
+                    }
+                    Err(e) => panic!("draw failed: {e}"),
+                }
             }
-        }
-        got
-    })
-    .into_iter()
-    .flatten()
-    .collect()
+            got
+        })
+    });
+    while drawn.load(Ordering::Relaxed) < crash_after {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    open.store(false, Ordering::Release);
+    c.stop("immediate");
+    c.start();
+    restarted();
+    open.store(true, Ordering::Release);
+    sessions.join().unwrap().into_iter().flatten().collect()
 }
 
 /// Per key: (max_id, step) in the catalog.
@@ -58,12 +100,12 @@ fn keyed_counters_repeat_nothing_and_lose_at_most_two_segments_in_a_crash() {
     c.start();
     c.sql(&format!("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('ticket', {TAG_STEP}, {START});"));
 
-    let before = draw(&c, 1, 2500);
-    c.stop("immediate");
-    c.start();
-    // what the catalog held at the crash (nothing has drawn since the restart)
-    let at_crash = catalog(&c);
-    let after = draw(&c, 2, 2500);
+    // the catalog as the crash left it (read before any session draws again)
+    let mut at_crash = HashMap::new();
+    let all = draw(&c, 5000, 20_000, || at_crash = catalog(&c));
+    let before: Vec<(usize, i64)> = all.iter().filter(|x| !x.2).map(|x| (x.0, x.1)).collect();
+    let after: Vec<(usize, i64)> = all.iter().filter(|x| x.2).map(|x| (x.0, x.1)).collect();
+    assert!(!after.is_empty() && before.len() >= 20_000, "{} before the crash, {} after", before.len(), after.len());
 
     let mut per_key: HashMap<usize, Vec<i64>> = HashMap::new();
     for &(k, v) in before.iter().chain(&after) {
@@ -93,9 +135,13 @@ fn keyed_counters_repeat_nothing_and_lose_at_most_two_segments_in_a_crash() {
     }
     let (mut lost_total, mut lost_max, mut step_total) = (0i64, 0i64, 0i64);
     for (k, vs) in &per_key {
-        assert_eq!(vs[0], START, "key p{k} did not start at start_with");
-        let Some(&high) = highest_before.get(k) else { continue };
-        let (max_id, step) = at_crash[k];
+        // a key the crash met before its first value was returned lost its first values
+        let Some(&(max_id, step)) = at_crash.get(k) else {
+            assert_eq!(vs[0], START, "key p{k}, first drawn after the crash, did not start at start_with");
+            continue;
+        };
+        let high = highest_before.get(k).copied().unwrap_or(START - 1);
+        assert!(vs[0] >= START && (vs[0] == START || high < START), "key p{k} starts at {}", vs[0]);
         let lost = max_id - high;
         assert!(
             lost <= 3 * step && lost <= 2 * TAG_STEP,
@@ -107,7 +153,7 @@ fn keyed_counters_repeat_nothing_and_lose_at_most_two_segments_in_a_crash() {
         lost_max = lost_max.max(lost);
         step_total += step;
     }
-    let keys_before = highest_before.len() as i64;
+    let keys_before = at_crash.len() as i64;
     let mean_step = step_total as f64 / keys_before as f64;
     println!(
         "the crash: {keys_before} keys in use lost {lost_total} values in all, at most {lost_max} for one key \
@@ -144,6 +190,20 @@ fn keyed_counters_refuse_bad_input_and_follow_the_tag() {
     assert_eq!(one(&mut a, "SELECT seqgen_next('t', 'b')"), Ok(5));
     // the tag's own counter is another one
     assert_eq!(one(&mut a, "SELECT seqgen_next('t')"), Ok(5));
+    // the keys on demand: a's next value is 7 (6 was drawn from its second segment)
+    let rows = a
+        .query("SELECT key, max_id, next_value, loaded FROM seqgen_key_status('t') ORDER BY key", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1), r.get::<_, Option<i64>>(2), r.get::<_, bool>(3)))
+        .collect::<Vec<_>>();
+    println!("seqgen_key_status('t'): {rows:?}");
+    assert_eq!(rows.iter().map(|r| (r.0.as_str(), r.3)).collect::<Vec<_>>(), [("a", true), ("b", true)]);
+    assert_eq!(rows[0].2, Some(7));
+    let one_key = a.query("SELECT key FROM seqgen_key_status('t', 'b')", &[]).unwrap();
+    assert_eq!(one_key.len(), 1);
+    let e = a.query("SELECT * FROM seqgen_key_status(NULL)", &[]).unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("22004"), "{e}");
     let refused = [
         ("SELECT seqgen_next('t', '')", "22023"),
         (&*format!("SELECT seqgen_next('t', '{}')", "x".repeat(129)), "22023"),
