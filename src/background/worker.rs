@@ -971,12 +971,14 @@ fn reserve_code(r: &Reserve) -> u32 {
     }
 }
 
-/// The step of a keyed counter's next segment: from 1 up to the tag's step, doubled while
-/// segments last less than the policy's `grow_below` and halved when they last more than its
-/// `shrink_above`, so a key that draws a few numbers a day keeps taking one or two at a time.
-/// `lasted`: `None` for the first segment after the key was loaded (its step is kept).
+/// The step of a keyed counter's next segment: from 1 up to the adaptive ceiling of its tag
+/// (`seqgen.max_step`, or the tag's step if that is larger), doubled while segments last less
+/// than the policy's `grow_below` and halved when they last more than its `shrink_above`, so
+/// a key that draws a few numbers a day keeps taking one or two at a time and a hot key is
+/// served like a tag. Always adaptive (a fixed step would burn it per key). `lasted`: `None`
+/// for the first segment after the key was loaded (its stored step is kept).
 fn key_step(policy: &seqgen_core::adaptive::StepPolicy, cur: i64, tag_step: i64, lasted: Option<Duration>) -> i64 {
-    let p = seqgen_core::adaptive::StepPolicy { enabled: true, max_step: tag_step, ..*policy };
+    let p = seqgen_core::adaptive::StepPolicy { enabled: true, max_step: policy.max_step.max(tag_step), ..*policy };
     p.next_step(cur, 1, lasted)
 }
 

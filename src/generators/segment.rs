@@ -35,18 +35,27 @@ fn seqgen_next_key(biz_tag: &str, key: &str) -> i64 {
 /// built on the stack. (A `text` argument never holds the separator, NUL.)
 #[inline]
 pub fn with_key_name<R>(tag: &str, key: &str, f: impl FnOnce(&str) -> Result<R>) -> Result<R> {
-    let mut buf = [0u8; shmem::SLOT_NAME_MAX];
     let (t, k) = (tag.as_bytes(), key.as_bytes());
     if t.len() > shmem::NAME_MAX || k.len() > shmem::KEY_MAX {
         // refused with the right message by the checks of a cold load
         crate::plumbing::error::check_tag(tag)?;
         crate::plumbing::error::check_key(key)?;
     }
-    buf[..t.len()].copy_from_slice(t);
-    buf[t.len()] = shmem::KEY_SEP;
-    buf[t.len() + 1..t.len() + 1 + k.len()].copy_from_slice(k);
-    // SAFETY: two UTF-8 strings joined by an ASCII byte
-    let name = unsafe { std::str::from_utf8_unchecked(&buf[..t.len() + 1 + k.len()]) };
+    // not zeroed first: per row, that cost more than the copies
+    let mut buf = std::mem::MaybeUninit::<[u8; shmem::SLOT_NAME_MAX]>::uninit();
+    let p = buf.as_mut_ptr() as *mut u8;
+    let len = t.len() + 1 + k.len();
+    if len > shmem::SLOT_NAME_MAX {
+        return Err(SeqgenError::Internal("a key's slot name is too long".into()));
+    }
+    // SAFETY: `len` <= SLOT_NAME_MAX; every byte of `..len` is written before
+    // it is read; two UTF-8 strings joined by an ASCII byte are UTF-8
+    let name = unsafe {
+        std::ptr::copy_nonoverlapping(t.as_ptr(), p, t.len());
+        *p.add(t.len()) = shmem::KEY_SEP;
+        std::ptr::copy_nonoverlapping(k.as_ptr(), p.add(t.len() + 1), k.len());
+        std::str::from_utf8_unchecked(std::slice::from_raw_parts(p, len))
+    };
     f(name)
 }
 

@@ -201,14 +201,14 @@ impl Plans {
     /// The tag's configured step and identity, if it exists (committed), and whether it is
     /// gapless (then the segment generators refuse it).
     /// For a keyed counter (`name` is a tag and a key), the step is the one the key last
-    /// reserved (1 for a new key): a key's step adapts to its own rate, from 1 up to the tag's.
+    /// reserved (1 for a new key): a key's step adapts to its own rate, from 1 up.
     pub fn tag_load(&self, client: &SpiClient<'_>, name: &str) -> spi::Result<Option<(i64, Ident, bool)>> {
         let (tag, key) = split_name(name);
         let Some((step, ident, gapless)) = self.tag_row(client, tag)? else { return Ok(None) };
         let Some(key) = key else { return Ok(Some((step, ident, gapless))) };
         let t = client.select(&self.key_step, Some(1), &[tag.into(), key.into()])?;
         let stored = if t.is_empty() { None } else { t.first().get_one::<i32>()? };
-        Ok(Some((stored.map_or(1, i64::from).clamp(1, step), ident, gapless)))
+        Ok(Some((stored.map_or(1, i64::from).max(1), ident, gapless)))
     }
 
     fn tag_row(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(i64, Ident, bool)>> {
@@ -372,8 +372,7 @@ impl Plans {
     }
 
     /// [`Plans::reserve_for`] of `tag`'s counter for `key` (created at its first reservation,
-    /// starting at the tag's `start_with`). `size` is given the tag's configured step, the
-    /// largest a key reserves at once.
+    /// starting at the tag's `start_with`). `size` is given the tag's configured step.
     fn reserve_for_key(
         &self,
         client: &mut SpiClient<'_>,
@@ -410,7 +409,7 @@ impl Plans {
         } else {
             Some(k.first().get_one::<i64>()?.unwrap_or(0))
         };
-        let len = size(step).clamp(1, step);
+        let len = size(step).max(1);
         let Ok(range) = reserve_up_to(max_id.unwrap_or(start_with - 1), len, i64::MAX >> node_bits) else {
             return Ok(Reserve::Exhausted);
         };
