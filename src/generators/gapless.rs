@@ -23,7 +23,17 @@ use crate::plumbing::error::{check_tag, OrRaise, SeqgenError};
 
 // (not `Result`: #[pg_trigger] names the standard one)
 type Res<T> = crate::plumbing::error::Result<T>;
-use crate::plumbing::session::{as_role, as_superuser, bounded_lock_wait};
+use crate::plumbing::session::{as_superuser, bounded_lock_wait, with_settings};
+
+/// The settings a key column's text is read under at commit (its text must not depend on the
+/// committing session's).
+const KEY_TEXT_SETTINGS: &[(&str, &str)] = &[
+    ("DateStyle", "ISO, YMD"),
+    ("IntervalStyle", "postgres"),
+    ("TimeZone", "UTC"),
+    ("extra_float_digits", "1"),
+    ("bytea_output", "hex"),
+];
 
 fn spi_err(e: pgrx::spi::Error) -> SeqgenError {
     SeqgenError::Internal(e.to_string())
@@ -214,7 +224,9 @@ fn next_number(tag: &str, key: &str, period: i64) -> Res<i64> {
 /// arguments tag, number column, key column ('' for none). The row version the event is for
 /// is numbered if it is still the live one and still unnumbered (a row updated again later in
 /// the transaction is numbered by the event of its last version, a deleted one not at all);
-/// the number is written into it as the table's owner.
+/// the number is written into it by the committing user, with that user's privileges: the
+/// table's own triggers and constraints run as they would for the user's own `UPDATE` (run as
+/// the owner, they ran with the user's `search_path`: a planted function ran as the owner).
 #[pg_trigger]
 fn seqgen_gapless_assign<'a>(
     trigger: &'a PgTrigger<'a>,
@@ -245,7 +257,6 @@ fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
     };
     let ctid = format!("({block},{offset})");
     let relid = trigger.relid().map_err(|e| SeqgenError::Internal(e.to_string()))?;
-    let owner = unsafe { (*(*td.tg_relation).rd_rel).relowner };
     // the statements, with every name quoted by format()
     let (read, write): (Option<String>, Option<String>) = as_superuser(|| {
         Spi::connect(|c| {
@@ -267,8 +278,9 @@ fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
     let (Some(read), Some(write)) = (read, write) else {
         return Err(SeqgenError::Internal("the numbered table is gone".into()));
     };
-    // the row as the table's owner (who attached the trigger) sees it
-    let key: Option<Option<String>> = as_role(owner, || {
+    // the row as the committing user sees it; the key's text under fixed settings, so that
+    // two sessions with another DateStyle, TimeZone, ... count one key, not two
+    let key: Option<Option<String>> = with_settings(KEY_TEXT_SETTINGS, || {
         Spi::connect(|c| {
             let t = c.select(&read, Some(1), &[ctid.as_str().into()])?;
             if t.is_empty() {
@@ -281,14 +293,12 @@ fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
     // not the live version any more, or numbered already: nothing to do
     let Some(key) = key else { return Ok(()) };
     let (n, rendered) = take(tag, key.as_deref().unwrap_or(""), true)?;
-    let updated = as_role(owner, || {
-        Spi::connect_mut(|c| {
-            let t = match &rendered {
-                Some(text) => c.update(&write, None, &[text.as_str().into(), ctid.as_str().into()])?,
-                None => c.update(&write, None, &[n.into(), ctid.as_str().into()])?,
-            };
-            Ok::<_, pgrx::spi::Error>(t.len())
-        })
+    let updated = Spi::connect_mut(|c| {
+        let t = match &rendered {
+            Some(text) => c.update(&write, None, &[text.as_str().into(), ctid.as_str().into()])?,
+            None => c.update(&write, None, &[n.into(), ctid.as_str().into()])?,
+        };
+        Ok::<_, pgrx::spi::Error>(t.len())
     })
     .map_err(spi_err)?;
     if updated != 1 {

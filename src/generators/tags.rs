@@ -252,18 +252,24 @@ fn seqgen_restart_force(biz_tag: &str, start_with: i64, force: bool) {
 pub(crate) fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
     change_tag(tag, || {
         let row = first_row(
-            "SELECT max_id, opaque_from IS NOT NULL, node_bits FROM seqgen.alloc \
+            "SELECT max_id, opaque_from IS NOT NULL, node_bits, gapless FROM seqgen.alloc \
              WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
             &[tag.into()],
             true,
-            |r| r.get_three::<i64, bool, i32>(),
+            |r| Ok((r.get_three::<i64, bool, i32>()?, r.get::<bool>(4)?)),
         )?;
-        let Some((Some(max_id), opaque, node_bits)) = row else {
+        let Some(((Some(max_id), opaque, node_bits), gapless)) = row else {
             return Err(SeqgenError::UnknownTag(tag.to_string()));
         };
         if opaque == Some(true) || node_bits.unwrap_or(0) != 0 {
             return Err(SeqgenError::Unsupported(format!(
                 "tag \"{tag}\" is opaque or node-interleaved: its values are not its counter, so it cannot be restarted at a value"
+            )));
+        }
+        if gapless == Some(true) {
+            // a new key or period starts at max_id + 1: a restart would make a gap there
+            return Err(SeqgenError::Unsupported(format!(
+                "tag \"{tag}\" is gapless: its numbers start at its start_with for every key and period, and cannot be restarted"
             )));
         }
         if start_with <= max_id {

@@ -323,7 +323,7 @@ impl Run {
                  CREATE TABLE gl_t (k text NOT NULL, no bigint);
                  SELECT seqgen_gapless_attach('gl_t', 'no', 'gl', 'k');
                  CREATE TABLE gl_d (k text NOT NULL, no bigint NOT NULL);
-                 GRANT INSERT, SELECT ON gl_t, gl_d TO fz_app;",
+                 GRANT INSERT, SELECT ON gl_t, gl_d TO fz_app; GRANT UPDATE (no) ON gl_t TO fz_app;",
             )
             .unwrap();
             for (i, t) in TAGS.iter().enumerate() {

@@ -260,3 +260,60 @@ fn gapless_waits_are_per_key_bounded_and_named() {
         .get(0);
     assert_eq!(changes, 0, "the document applied twice changed something");
 }
+
+/// Numbering at commit writes the row as the committing user, never as the table's owner: a
+/// function planted ahead on the committer's `search_path` and called by the table's own
+/// trigger runs with the committer's privileges (as the owner, it ran with the owner's). The
+/// key's text does not depend on the committer's settings.
+#[test]
+fn gapless_numbering_at_commit_runs_as_the_committer() {
+    let c = Cluster::init("gapless_roles", 57403, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create_gapless('inv');
+         CREATE ROLE books LOGIN; CREATE ROLE clerk LOGIN;
+         SELECT seqgen_grant('inv', 'clerk');
+         CREATE SCHEMA app AUTHORIZATION books;
+         CREATE SCHEMA clerk_own AUTHORIZATION clerk;
+         CREATE TABLE seen (who text);
+         GRANT INSERT, SELECT ON seen TO PUBLIC;
+         SET ROLE books;
+         CREATE FUNCTION app.stamp() RETURNS text LANGUAGE sql AS 'SELECT ''app''';
+         CREATE TABLE app.invoice (k date NOT NULL, no bigint, note text);
+         CREATE FUNCTION app.touch() RETURNS trigger LANGUAGE plpgsql AS
+             'BEGIN NEW.note := stamp(); RETURN NEW; END';
+         CREATE TRIGGER touch BEFORE UPDATE ON app.invoice FOR EACH ROW EXECUTE FUNCTION app.touch();
+         RESET ROLE;
+         SELECT seqgen_gapless_attach('app.invoice', 'no', 'inv', 'k');
+         GRANT USAGE ON SCHEMA app TO clerk;
+         GRANT INSERT, SELECT ON app.invoice TO clerk;",
+    );
+    let conninfo = format!("{} user=clerk", c.conninfo("postgres"));
+    let mut clerk = Client::connect(&conninfo, NoTls).unwrap();
+    // without UPDATE on the number column, the commit is refused (nothing numbered, nothing kept)
+    let e = clerk.batch_execute("INSERT INTO app.invoice (k) VALUES ('2026-01-02')").unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{e:?}");
+    c.sql("GRANT UPDATE (no, note) ON app.invoice TO clerk");
+    // a stamp() of the clerk's own, ahead on its search_path, records who runs it
+    clerk
+        .batch_execute(
+            "CREATE FUNCTION clerk_own.stamp() RETURNS text LANGUAGE sql
+                 AS 'INSERT INTO public.seen VALUES (current_user) RETURNING who';
+             SET search_path = clerk_own, app, public;
+             SET DateStyle = 'German, DMY';
+             INSERT INTO app.invoice (k) VALUES ('02.01.2026');",
+        )
+        .unwrap();
+    let who: Vec<String> = c.connect().query("SELECT who FROM seen", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    println!("the table's trigger called stamp() as {who:?}");
+    assert_eq!(who, ["clerk"], "the number was written with the owner's privileges");
+    // the same day from a session with ISO dates continues the same key
+    c.sql("SET search_path = app, public; INSERT INTO app.invoice (k) VALUES ('2026-01-02')");
+    let nos: Vec<i64> =
+        c.connect().query("SELECT no FROM app.invoice ORDER BY no", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(nos, [1, 2], "one key counted as two under two DateStyles");
+    // a gapless tag cannot be restarted
+    let e = c.connect().batch_execute("SELECT seqgen_restart('inv', 1000)").unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("0A000"), "{e:?}");
+}
