@@ -11,6 +11,7 @@
 //! | `{seq:N}` | the counter, zero-padded to N digits (1..18); exactly one per template |
 //! | `{node}`, `{node:N}` | the server's node id (`{node:N}` zero-padded to N digits) |
 //! | `{tag}` | the tag's name |
+//! | `{key}` | the key of `seqgen_order_no(biz_tag, key)` (at most once; its counter is the key's own) |
 //! | `{check}` | a Luhn check digit over every digit before it; only digit-free text may follow |
 //!
 //! The counter restarts at 1 in every period; the period is the finest date field in the
@@ -82,6 +83,8 @@ pub enum Part {
         width: Option<u8>,
     },
     Tag,
+    /// The key of a counter per key (`seqgen_order_no(biz_tag, key)`).
+    Key,
     Check,
 }
 
@@ -119,7 +122,7 @@ fn err<T>(pos: usize, problem: impl Into<String>) -> Result<T, TemplateError> {
     Err(TemplateError { pos, problem: problem.into() })
 }
 
-const KNOWN: &str = "yyyy yy MM dd HH mm ss seq:N seq:N:opaque node node:N tag check";
+const KNOWN: &str = "yyyy yy MM dd HH mm ss seq:N seq:N:opaque node node:N tag key check";
 
 /// Parse a template. Never panics, whatever the input.
 pub fn parse(text: &str) -> Result<Template, TemplateError> {
@@ -131,6 +134,7 @@ pub fn parse(text: &str) -> Result<Template, TemplateError> {
     let mut literal = String::new();
     let mut seq: Option<(usize, u8)> = None;
     let mut check_at: Option<usize> = None;
+    let mut key_at: Option<usize> = None;
     let mut i = 0;
     while i < chars.len() {
         let pos = i + 1;
@@ -158,6 +162,12 @@ pub fn parse(text: &str) -> Result<Template, TemplateError> {
                         return err(pos, "a second {seq}: a template has exactly one counter");
                     }
                     seq = Some((pos, width));
+                }
+                if part == Part::Key {
+                    if key_at.is_some() {
+                        return err(pos, "a second {key}");
+                    }
+                    key_at = Some(pos);
                 }
                 if part == Part::Check {
                     if check_at.is_some() {
@@ -190,6 +200,16 @@ pub fn parse(text: &str) -> Result<Template, TemplateError> {
     let Some((_, seq_width)) = seq else {
         return err(chars.len() + 1, "no {seq:N}: a template needs exactly one counter, e.g. {seq:6}");
     };
+    if let Some(kpos) = key_at {
+        // a key has any length: every other field must have a fixed one, so that the length
+        // of a number tells where its key ends (numbers of two keys never meet)
+        if parts.contains(&Part::Node { width: None }) {
+            return err(kpos, "with {key}, the node id needs a fixed width: write {node:N}");
+        }
+        if parts.iter().any(|p| matches!(p, Part::Seq { opaque: true, .. })) {
+            return err(kpos, "{key} and {seq:N:opaque} together are not supported yet");
+        }
+    }
     let unit = parts.iter().filter_map(Part::unit).max();
     Ok(Template { parts, seq_width, unit })
 }
@@ -223,8 +243,9 @@ fn field(inner: &str, pos: usize) -> Result<Part, TemplateError> {
         ("mm", None) => Part::Minute,
         ("ss", None) => Part::Second,
         ("tag", None) => Part::Tag,
+        ("key", None) => Part::Key,
         ("check", None) => Part::Check,
-        (n @ ("yyyy" | "yy" | "MM" | "dd" | "HH" | "mm" | "ss" | "tag" | "check"), Some(_)) => {
+        (n @ ("yyyy" | "yy" | "MM" | "dd" | "HH" | "mm" | "ss" | "tag" | "key" | "check"), Some(_)) => {
             return err(pos, format!("{{{n}}} takes no argument"))
         }
         _ => return err(pos, format!("unknown field {{{inner}}}; known fields: {KNOWN}")),
@@ -331,6 +352,11 @@ impl Template {
         self.parts.contains(&Part::Tag)
     }
 
+    /// Does the template render a key (`{key}`): is it a template of counters per key?
+    pub fn has_key(&self) -> bool {
+        self.parts.contains(&Part::Key)
+    }
+
     /// Does the template render the node id (`{node}`, `{node:N}`)?
     pub fn has_node(&self) -> bool {
         self.parts.iter().any(|p| matches!(p, Part::Node { .. }))
@@ -380,6 +406,11 @@ impl Template {
     /// number is a copy plus a few digits. `opaque_key` is needed for `{seq:N:opaque}`
     /// (without it the counter is rendered as is).
     pub fn prepare(&self, key: i64, node: u32, tag: &str, opaque_key: Option<Key>) -> Prepared {
+        self.prepare_keyed(key, node, tag, "", opaque_key)
+    }
+
+    /// [`prepare`](Self::prepare) for the counter of key `key_text` (what `{key}` renders).
+    pub fn prepare_keyed(&self, key: i64, node: u32, tag: &str, key_text: &str, opaque_key: Option<Key>) -> Prepared {
         let t = local_of_key(key);
         let mut pieces: Vec<Piece> = vec![];
         let mut text = String::new();
@@ -396,6 +427,7 @@ impl Template {
                 Part::Node { width: None } => write!(text, "{node}").unwrap(),
                 Part::Node { width: Some(w) } => write!(text, "{:0w$}", node, w = *w as usize).unwrap(),
                 Part::Tag => text.push_str(tag),
+                Part::Key => text.push_str(key_text),
                 Part::Seq { .. } | Part::Check => {
                     if !text.is_empty() {
                         pieces.push(Piece::Text(std::mem::take(&mut text)));
@@ -423,6 +455,13 @@ impl Template {
     pub fn render_with_key(&self, key: i64, seq: u64, node: u32, tag: &str, opaque_key: Option<Key>) -> String {
         let mut out = Vec::new();
         self.prepare(key, node, tag, opaque_key).render_into(seq, &mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// [`render`](Self::render) for the counter of key `key_text`.
+    pub fn render_keyed(&self, key: i64, seq: u64, node: u32, tag: &str, key_text: &str) -> String {
+        let mut out = Vec::new();
+        self.prepare_keyed(key, node, tag, key_text, None).render_into(seq, &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
 
@@ -468,6 +507,8 @@ impl Template {
                     rest = rest.strip_prefix(shown.as_str())?;
                 }
                 Part::Tag => rest = rest.strip_prefix(tag)?,
+                // a key's numbers are not taken apart (its length is not known here)
+                Part::Key => return None,
                 Part::Check => {
                     take(&mut rest, 1)?;
                 }
@@ -521,6 +562,7 @@ impl Template {
                 Part::Node { width: None } => re.push_str("[0-9]+"),
                 Part::Node { width: Some(w) } => write!(re, "[0-9]{{{w}}}").unwrap(),
                 Part::Tag => re.push_str(&tag.map(escape).unwrap_or_else(|| ".+".into())),
+                Part::Key => re.push_str(".+"),
                 Part::Check => re.push_str("[0-9]"),
             }
         }
@@ -842,6 +884,27 @@ mod tests {
         // a template missing the month cannot rebuild its daily period
         let partial = parse("{dd}-{seq:3}").unwrap();
         assert_eq!(partial.parse_number("05-001", 0, ""), None);
+    }
+
+    #[test]
+    fn key_fields() {
+        let t = parse("{key}-{yyyy}-{seq:4}").unwrap();
+        assert!(t.has_key() && !parse("{seq:4}").unwrap().has_key());
+        let k = t.locate(Tz::UTC, utc("2026-11-25T08:00:00Z")).key;
+        assert_eq!(t.render_keyed(k, 7, 0, "t", "010-6541"), "010-6541-2026-0007");
+        // no key given: the field renders nothing (plain callers never get here)
+        assert_eq!(t.render(k, 7, 0, "t"), "-2026-0007");
+        assert_eq!(t.parse_number("A-2026-0007", 0, "t"), None);
+        let e = |s: &str| parse(s).unwrap_err().to_string();
+        assert_eq!(e("{key}{key}{seq:2}"), "invalid template at position 6: a second {key}");
+        assert_eq!(
+            e("{key}{node}{seq:2}"),
+            "invalid template at position 1: with {key}, the node id needs a fixed width: write {node:N}"
+        );
+        assert!(parse("{key}{node:2}{seq:2}").is_ok());
+        assert!(e("{key}{seq:2:opaque}").contains("not supported"));
+        assert_eq!(e("{key:3}{seq:2}"), "invalid template at position 1: {key} takes no argument");
+        assert!(e("{seq:2}{check}{key}").contains("after the {check}"));
     }
 
     #[test]
