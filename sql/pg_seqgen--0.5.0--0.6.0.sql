@@ -222,6 +222,63 @@ CREATE TRIGGER key_counter_no_truncate BEFORE TRUNCATE ON seqgen.key_counter
 ALTER TABLE seqgen.key_counter ENABLE ALWAYS TRIGGER key_counter_guard;
 ALTER TABLE seqgen.key_counter ENABLE ALWAYS TRIGGER key_counter_no_truncate;
 
+-- Order-number counters per key (seqgen_order_no(biz_tag, key) with a {key} template): as
+-- seqgen.order_counter, one row per tag, key and period unit, written by the allocator at
+-- the key's first order number. (period_key, period_max) never decreases.
+CREATE TABLE seqgen.key_order_counter (
+    biz_tag     pg_catalog.text NOT NULL REFERENCES seqgen.alloc (biz_tag) ON DELETE CASCADE,
+    key         pg_catalog.text NOT NULL
+                CHECK (pg_catalog.octet_length(key) OPERATOR(pg_catalog.>=) 1
+                   AND pg_catalog.octet_length(key) OPERATOR(pg_catalog.<=) 128),
+    unit        pg_catalog.text NOT NULL
+                CHECK (unit OPERATOR(pg_catalog.=) ANY ('{none,year,month,day,hour,minute,second}'::pg_catalog.text[])),
+    period_key  pg_catalog.int8 NOT NULL,
+    period_max  pg_catalog.int8 NOT NULL CHECK (period_max OPERATOR(pg_catalog.>=) 0),
+    update_time pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (biz_tag, key, unit)
+);
+COMMENT ON TABLE seqgen.key_order_counter IS
+    'pg_seqgen order-number counters per tag, key and period unit; (period_key, period_max) never decreases';
+SELECT pg_catalog.pg_extension_config_dump('seqgen.key_order_counter', '');
+REVOKE ALL ON TABLE seqgen.key_order_counter FROM PUBLIC;
+
+CREATE FUNCTION seqgen.key_order_counter_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        -- allowed only with the tag itself (ON DELETE CASCADE)
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the order-number counter of tag "%", key "%" cannot be deleted while the tag exists', OLD.biz_tag, OLD.key
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Deleting it would issue order numbers again.';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag OR NEW.key OPERATOR(pg_catalog.<>) OLD.key
+       OR NEW.unit OPERATOR(pg_catalog.<>) OLD.unit THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%", key "%" cannot be moved', OLD.biz_tag, OLD.key
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF NEW.period_key OPERATOR(pg_catalog.<) OLD.period_key
+       OR (NEW.period_key OPERATOR(pg_catalog.=) OLD.period_key
+           AND NEW.period_max OPERATOR(pg_catalog.<) OLD.period_max) THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%", key "%" cannot go back', OLD.biz_tag, OLD.key
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Lowering period_key or period_max would issue order numbers again.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION seqgen.key_order_counter_guard() FROM PUBLIC;
+CREATE TRIGGER key_order_counter_guard BEFORE UPDATE OR DELETE ON seqgen.key_order_counter
+    FOR EACH ROW EXECUTE FUNCTION seqgen.key_order_counter_guard();
+CREATE TRIGGER key_order_counter_no_truncate BEFORE TRUNCATE ON seqgen.key_order_counter
+    FOR EACH STATEMENT EXECUTE FUNCTION seqgen.alloc_no_truncate();
+ALTER TABLE seqgen.key_order_counter ENABLE ALWAYS TRIGGER key_order_counter_guard;
+ALTER TABLE seqgen.key_order_counter ENABLE ALWAYS TRIGGER key_order_counter_no_truncate;
+
 CREATE FUNCTION @extschema@."seqgen_next"(
 	"biz_tag" TEXT,
 	"key" TEXT
@@ -230,6 +287,14 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_next_key_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+CREATE FUNCTION @extschema@."seqgen_order_no"(
+	"biz_tag" TEXT,
+	"key" TEXT
+) RETURNS TEXT
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_order_no_key_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 CREATE FUNCTION @extschema@."seqgen_key_status"(
 	"biz_tag" TEXT,
 	"only_key" TEXT DEFAULT NULL
@@ -247,12 +312,12 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_key_status_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.seqgen_key_status(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 
--- The catalog a switchover publishes now carries the keyed and gapless counters.
+-- The catalog a switchover publishes now carries the keyed (segment and order-number) and gapless counters.
 CREATE OR REPLACE FUNCTION @extschema@.seqgen_replication_tables() RETURNS SETOF pg_catalog.regclass
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t::pg_catalog.regclass FROM (VALUES ('seqgen.alloc'), ('seqgen.template'), ('seqgen.template_history'),
         ('seqgen.order_counter'), ('seqgen.opaque_key'), ('seqgen.snowflake'), ('seqgen.uuidv7'),
-        ('seqgen.snowflake53'), ('seqgen.key_counter'), ('seqgen.gapless_counter')) AS v(t)
+        ('seqgen.snowflake53'), ('seqgen.key_counter'), ('seqgen.key_order_counter'), ('seqgen.gapless_counter')) AS v(t)
 $$;

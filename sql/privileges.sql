@@ -13,6 +13,7 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_template_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_reservation_written() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_make_opaque(pg_catalog.text) FROM PUBLIC;

@@ -1,7 +1,7 @@
 -- Logical replication of the catalog (a blue/green switchover; README "Major upgrades").
 -- The tables a publication must carry for the new side to draw on above the old side: the
 -- tags (with their owners and grants), templates and their history, order-number counters,
--- opaque keys, keyed and gapless counters, and the snowflake, UUIDv7 and 53-bit snowflake
+-- opaque keys, keyed (segment and order-number) and gapless counters, and the snowflake, UUIDv7 and 53-bit snowflake
 -- reservations.
 CREATE FUNCTION @extschema@.seqgen_replication_tables() RETURNS SETOF pg_catalog.regclass
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -9,7 +9,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t::pg_catalog.regclass FROM (VALUES ('seqgen.alloc'), ('seqgen.template'), ('seqgen.template_history'),
         ('seqgen.order_counter'), ('seqgen.opaque_key'), ('seqgen.snowflake'), ('seqgen.uuidv7'),
-        ('seqgen.snowflake53'), ('seqgen.key_counter'), ('seqgen.gapless_counter')) AS v(t)
+        ('seqgen.snowflake53'), ('seqgen.key_counter'), ('seqgen.key_order_counter'), ('seqgen.gapless_counter')) AS v(t)
 $$;
 
 -- Add those tables to a publication (the ones it lacks; none for FOR ALL TABLES); returns what

@@ -1252,6 +1252,62 @@ mod tests {
         assert_eq!(one("SELECT count(*) FROM pg_proc WHERE proname = 'seqgen_render' AND provolatile = 's'"), 2);
     }
 
+    /// Issue 19: order numbers per key. `{key}` renders the key, each key's counter restarts on
+    /// its own, the template and the call must agree, and a change that could meet the numbers
+    /// of another template is refused.
+    #[pg_test]
+    fn order_numbers_per_key() {
+        autonomous("SELECT seqgen_create('t_waybill', 1000, 1)");
+        autonomous("SELECT seqgen_set_template('t_waybill', '{key}-{seq:5}')");
+        assert_eq!(text("SELECT seqgen_order_no('t_waybill', '010-6541')"), "010-6541-00001");
+        assert_eq!(text("SELECT seqgen_order_no('t_waybill', '010-6541')"), "010-6541-00002");
+        assert_eq!(text("SELECT seqgen_order_no('t_waybill', '021-0001')"), "021-0001-00001");
+        assert_eq!(text("SELECT seqgen_order_no('t_waybill', '010-6541')"), "010-6541-00003");
+        // a key's first blocks are small (its step starts at 1): no block of 1,000 per key
+        assert!(one("SELECT max(period_max) FROM seqgen.key_order_counter WHERE biz_tag = 't_waybill'") < 100);
+        assert_eq!(one("SELECT count(*) FROM seqgen.key_order_counter WHERE biz_tag = 't_waybill'"), 2);
+        // in a column DEFAULT
+        autonomous("CREATE TABLE t_waybills (area text, no text DEFAULT seqgen_order_no('t_waybill', 'd'))");
+        autonomous("INSERT INTO t_waybills (area) SELECT 'x' FROM generate_series(1, 3)");
+        assert_eq!(text("SELECT string_agg(no, ',' ORDER BY no) FROM t_waybills"), "d-00001,d-00002,d-00003");
+        // the template and the call must agree
+        refused("SELECT seqgen_order_no('t_waybill')", ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
+        autonomous("SELECT seqgen_create('t_plain_tpl')");
+        autonomous("SELECT seqgen_set_template('t_plain_tpl', 'P{seq:5}')");
+        let (code, msg) = error_of("SELECT seqgen_order_no('t_plain_tpl', 'a')").unwrap();
+        assert_eq!(code, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
+        assert!(msg.contains("has no {key}"), "{msg}");
+        // bad keys and unknown tags
+        refused("SELECT seqgen_order_no('t_waybill', '')", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused(
+            &format!("SELECT seqgen_order_no('t_waybill', '{}')", "k".repeat(129)),
+            ERRCODE_INVALID_PARAMETER_VALUE,
+        );
+        refused("SELECT seqgen_order_no('t_nope', 'a')", ERRCODE_UNDEFINED_OBJECT);
+        // bad templates: a second key, a node id without a width, opaque with a key
+        for bad in ["{key}{key}{seq:2}", "{key}{node}{seq:2}", "{key}{seq:4:opaque}"] {
+            refused(&format!("SELECT seqgen_set_template('t_waybill', '{bad}')"), ERRCODE_INVALID_PARAMETER_VALUE);
+        }
+        // a template a key could make equal to the old one is refused (a key "A" renders
+        // "A-00001" with either); a new prefix is not
+        refused("SELECT seqgen_set_template('t_waybill', '{key}-{yyyy}-{seq:5}')", ERRCODE_INVALID_PARAMETER_VALUE);
+        autonomous("SELECT seqgen_set_template('t_waybill', 'WB/{key}/{yyyy}{MM}{dd}/{seq:4}')");
+        let today = text("SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')");
+        assert_eq!(text("SELECT seqgen_order_no('t_waybill', '010-6541')"), format!("WB/010-6541/{today}/0001"));
+        // back to the first template: each key continues above what it reserved
+        autonomous("SELECT seqgen_set_template('t_waybill', '{key}-{seq:5}')");
+        let back = text("SELECT seqgen_order_no('t_waybill', '010-6541')");
+        assert!(back.starts_with("010-6541-") && back[9..].parse::<i64>().unwrap() > 3, "{back}");
+        // the counters are guarded, and dropped with the tag
+        refused("UPDATE seqgen.key_order_counter SET period_max = 0", ERRCODE_CHECK_VIOLATION);
+        refused("DELETE FROM seqgen.key_order_counter", ERRCODE_FEATURE_NOT_SUPPORTED);
+        refused("TRUNCATE seqgen.key_order_counter", ERRCODE_FEATURE_NOT_SUPPORTED);
+        autonomous("SELECT seqgen_drop('t_waybill')");
+        assert_eq!(one("SELECT count(*) FROM seqgen.key_order_counter"), 0);
+        // the preview shows where the key goes
+        assert_eq!(text("SELECT seqgen_render('{key}-{seq:3}', 7, '2026-11-25 00:00+00')"), "{key}-007");
+    }
+
     /// Item 4: a reservation raised and rolled back to a savepoint raises nothing; one in a
     /// transaction being prepared is refused (0A000) and raises nothing either.
     #[pg_test]

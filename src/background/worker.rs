@@ -801,11 +801,9 @@ fn run_job(
         Job::Template { slot, .. } => Outcome::Template(plans.template_read(client, &slot.tag, slot.ident)?),
         Job::Order { slot, text, zone, want, .. } => {
             let s = &slots[slot.idx];
-            let cur = s.ord_cur_step.load(Ordering::Relaxed);
-            let lasted = Duration::from_millis((now - s.ord_last_ms.load(Ordering::Relaxed)).max(0) as u64);
-            Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, (text, zone), *want, |step| {
-                policy.next_step(cur, step, Some(lasted))
-            })?)
+            let (cur, last) = (s.ord_cur_step.load(Ordering::Relaxed), s.ord_last_ms.load(Ordering::Relaxed));
+            let size = sizer(policy, &slot.tag, cur, last, now);
+            Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, (text, zone), *want, size)?)
         }
         Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. } => {
             Outcome::Snowflake(Some(plans.reservation_read(client, kind.table())?))
@@ -816,17 +814,13 @@ fn run_job(
         }
         Job::Prefetch { slot, .. } => {
             let s = &slots[slot.idx];
-            let cur = s.cur_step.load(Ordering::Relaxed);
-            let last = s.last_alloc_ms.load(Ordering::Relaxed);
-            let lasted = Duration::from_millis((now - last).max(0) as u64);
-            let keyed = shmem::split_name(&slot.tag).1.is_some();
-            Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |step| {
-                if keyed {
-                    key_step(policy, cur, step, (last != 0).then_some(lasted))
-                } else {
-                    policy.next_step(cur, step, Some(lasted))
-                }
-            })?)
+            let (cur, last) = (s.cur_step.load(Ordering::Relaxed), s.last_alloc_ms.load(Ordering::Relaxed));
+            Outcome::Reserved(plans.reserve_for(
+                client,
+                &slot.tag,
+                slot.ident,
+                sizer(policy, &slot.tag, cur, last, now),
+            )?)
         }
         Job::Verify { slots: refs } => {
             let names: Vec<String> = refs.iter().map(|r| r.tag.clone()).collect();
@@ -977,6 +971,27 @@ fn reserve_code(r: &Reserve) -> u32 {
 /// a key that draws a few numbers a day keeps taking one or two at a time and a hot key is
 /// served like a tag. Always adaptive (a fixed step would burn it per key). `lasted`: `None`
 /// for the first segment after the key was loaded (its stored step is kept).
+/// How many values the next reservation of `name` (a tag, or a tag and a key) takes, given
+/// the tag's configured step: the current size `cur` adapted to how long ago the last one was
+/// made (`last_ms`; 0: never since the slot was loaded).
+fn sizer<'a>(
+    policy: &'a seqgen_core::adaptive::StepPolicy,
+    name: &str,
+    cur: i64,
+    last_ms: i64,
+    now: i64,
+) -> impl FnOnce(i64) -> i64 + 'a {
+    let lasted = Duration::from_millis((now - last_ms).max(0) as u64);
+    let keyed = shmem::split_name(name).1.is_some();
+    move |step| {
+        if keyed {
+            key_step(policy, cur, step, (last_ms != 0).then_some(lasted))
+        } else {
+            policy.next_step(cur, step, Some(lasted))
+        }
+    }
+}
+
 fn key_step(policy: &seqgen_core::adaptive::StepPolicy, cur: i64, tag_step: i64, lasted: Option<Duration>) -> i64 {
     let p = seqgen_core::adaptive::StepPolicy { enabled: true, max_step: policy.max_step.max(tag_step), ..*policy };
     p.next_step(cur, 1, lasted)

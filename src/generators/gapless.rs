@@ -178,7 +178,8 @@ fn take(tag: &str, key: &str, render: bool) -> Res<(i64, Option<String>)> {
                 // the transaction fails: the number goes back with it
                 return Err(SeqgenError::OrderOverflow { tag: tag.to_string(), capacity });
             }
-            Some(nb.template.render(period, n as u64, crate::plumbing::guc::NODE_ID.get().max(0) as u32, tag))
+            let node = crate::plumbing::guc::NODE_ID.get().max(0) as u32;
+            Some(nb.template.render_keyed(period, n as u64, node, tag, key))
         }
         _ => None,
     };

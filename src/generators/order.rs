@@ -34,6 +34,8 @@ struct Local {
     template: Template,
     tz: Tz,
     tag: String,
+    /// The counter's key, what `{key}` renders (empty for the tag's own counter).
+    key_text: String,
     /// The tag's key, for `{seq:N:opaque}`.
     key: Option<Key>,
     /// This node's id when the template was read (a Citus group id is never reused, so one
@@ -192,10 +194,10 @@ fn set_template_locked(tag: &str, text: &str, t: &Template, zone: &str, tz: Tz) 
             Verdict::Apart => {}
             Verdict::Meet => {
                 let (a, b) = (seqgen_core::shape::shape(&old, tag, node), seqgen_core::shape::shape(t, tag, node));
+                let both = a.example(&b).map(|e| format!(" (both can render \"{e}\")")).unwrap_or_default();
                 return Err(SeqgenError::InvalidArgument(format!(
-                    "template \"{text}\" can render the numbers of template \"{old_text}\", which tag \"{tag}\" used \
-                     (both can render \"{}\"): change a literal, e.g. the prefix, so that the two cannot meet",
-                    a.example(&b).unwrap_or_default()
+                    "template \"{text}\" can render the numbers of template \"{old_text}\", which tag \"{tag}\" used\
+                     {both}: change a literal, e.g. the prefix, so that the two cannot meet"
                 )));
             }
             Verdict::ApartAfter(unit) => {
@@ -267,8 +269,23 @@ fn seqgen_order_no(biz_tag: &str) -> &str {
     order_no(biz_tag).or_raise()
 }
 
-/// The next order number of `tag`. The returned text lives in a per-backend buffer until the
-/// next call (pgrx copies it into the result datum at once).
+/// The next order number of `biz_tag`'s counter for `key`: the tag's template must render the
+/// key (`{key}`), and its counter (restarting in each period) is the key's own.
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_order_no")]
+fn seqgen_order_no_key<'a>(biz_tag: &'a str, key: &str) -> &'a str {
+    crate::plumbing::wait::begin_call();
+    let out = crate::generators::segment::with_key_name(biz_tag, key, |name| {
+        // the text outlives the name built on the stack: see `order_no`
+        order_no(name).map(|t| (t.as_ptr(), t.len()))
+    });
+    let (ptr, len) = out.or_raise();
+    // SAFETY: the per-backend buffer `order_no` returned, untouched until the next call
+    unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(ptr, len)) }
+}
+
+/// The next order number of `tag` (a slot name: a tag, or a tag and a key). The returned text
+/// lives in a per-backend buffer until the next call (pgrx copies it into the result datum at
+/// once).
 pub fn order_no(tag: &str) -> Result<&str> {
     let mut r = resolve(tag)?;
     loop {
@@ -332,7 +349,13 @@ fn load_local(tag: &str, r: Resolved) -> Result<Option<Local>> {
         return Err(SeqgenError::NoTemplate(tag.to_string()));
     }
     let template = parse_template(&text)?;
-    let node = check_node_field(tag, &template)?;
+    let (name, key_text) = shmem::split_name(tag);
+    match (template.has_key(), key_text.is_some()) {
+        (true, false) => return Err(SeqgenError::TemplateHasKey(name.to_string())),
+        (false, true) => return Err(SeqgenError::TemplateLacksKey(name.to_string())),
+        _ => {}
+    }
+    let node = check_node_field(name, &template)?;
     let key = r.slot.key();
     if template.is_opaque() && key.is_none() {
         return Err(SeqgenError::Internal(format!("the opaque template of tag \"{tag}\" has no key")));
@@ -342,7 +365,8 @@ fn load_local(tag: &str, r: Resolved) -> Result<Option<Local>> {
         version,
         template,
         tz: parse_zone(&zone)?,
-        tag: tag.to_string(),
+        tag: name.to_string(),
+        key_text: key_text.unwrap_or("").to_string(),
         key,
         node,
         span: None,
@@ -407,7 +431,7 @@ fn clock_key(loc: &mut Local) -> i64 {
 #[inline]
 fn render(loc: &mut Local, period: i64, value: i64, out: &mut String) {
     if loc.prepared.as_ref().map(|p| p.key) != Some(period) {
-        loc.prepared = Some(loc.template.prepare(period, loc.node, &loc.tag, loc.key));
+        loc.prepared = Some(loc.template.prepare_keyed(period, loc.node, &loc.tag, &loc.key_text, loc.key));
     }
     let p = loc.prepared.as_ref().expect("prepared above");
     out.clear();
@@ -507,7 +531,8 @@ fn render_preview(text: &str, seq: i64, at: TimestampWithTimeZone, zone: &str, t
     }
     t.check_node(setting_node_id()).map_err(SeqgenError::InvalidArgument)?;
     let span = t.locate(tz, to_unix_ms(at)?);
-    Ok(t.render(span.key, seq as u64, setting_node_id(), tag.unwrap_or("")))
+    // a template of counters per key shows where the key goes
+    Ok(t.render_keyed(span.key, seq as u64, setting_node_id(), tag.unwrap_or(""), "{key}"))
 }
 
 /// Preview: the number `seq` of the period containing `at`. `{node}` renders this server's

@@ -116,6 +116,11 @@ const COUNTER_READ: &str = "SELECT period_key, period_max FROM seqgen.order_coun
 const COUNTER_SET: &str = "INSERT INTO seqgen.order_counter (biz_tag, unit, period_key, period_max) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (biz_tag, unit) DO UPDATE \
      SET period_key = EXCLUDED.period_key, period_max = EXCLUDED.period_max, update_time = pg_catalog.now()";
+const KEY_COUNTER_READ: &str = "SELECT period_key, period_max FROM seqgen.key_order_counter \
+     WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2 AND unit OPERATOR(pg_catalog.=) $3";
+const KEY_COUNTER_SET: &str = "INSERT INTO seqgen.key_order_counter (biz_tag, key, unit, period_key, period_max) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (biz_tag, key, unit) DO UPDATE \
+     SET period_key = EXCLUDED.period_key, period_max = EXCLUDED.period_max, update_time = pg_catalog.now()";
 
 /// What reserving a block of order-number counter values came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +165,8 @@ pub struct Plans {
     order_exists: OwnedPreparedStatement,
     counter_read: OwnedPreparedStatement,
     counter_set: OwnedPreparedStatement,
+    key_counter_read: OwnedPreparedStatement,
+    key_counter_set: OwnedPreparedStatement,
     key_tag_row: OwnedPreparedStatement,
     key_row: OwnedPreparedStatement,
     key_step: OwnedPreparedStatement,
@@ -190,6 +197,8 @@ impl Plans {
             order_exists: client.prepare(ORDER_EXISTS, &[text])?.keep(),
             counter_read: client.prepare(COUNTER_READ, &[text, text])?.keep(),
             counter_set: client.prepare_mut(COUNTER_SET, &[text, text, int8, int8])?.keep(),
+            key_counter_read: client.prepare(KEY_COUNTER_READ, &[text, text, text])?.keep(),
+            key_counter_set: client.prepare_mut(KEY_COUNTER_SET, &[text, text, text, int8, int8])?.keep(),
             key_tag_row: client.prepare_mut(KEY_TAG_ROW, &[text])?.keep(),
             key_row: client.prepare_mut(KEY_ROW, &[text, text])?.keep(),
             key_step: client.prepare(KEY_STEP, &[text, text])?.keep(),
@@ -241,6 +250,8 @@ impl Plans {
             Some((_, ident, _)) if ident == expect => {}
             _ => return Ok(TemplateRead::Stale),
         }
+        // a key's counter has its tag's template
+        let tag = split_name(tag).0;
         let t = client.select(&self.template_read, Some(1), &[tag.into()])?;
         if t.is_empty() {
             return Ok(TemplateRead::Missing);
@@ -257,16 +268,18 @@ impl Plans {
     /// and whose template and zone are `template`, for period `want` or (never earlier than) the latest
     /// period its template's unit has used. Counters are kept per unit: a period a template
     /// of that unit used is continued above its highest number, however the template changed
-    /// in between. Never blocks on a row lock.
+    /// in between. Never blocks on a row lock. For a key's counter (`name` is a tag and a
+    /// key) the counters are the key's, in `seqgen.key_order_counter`.
     pub fn order_block(
         &self,
         client: &mut SpiClient<'_>,
-        tag: &str,
+        name: &str,
         expect: Ident,
         template: (&str, &str),
         want: i64,
         size: impl FnOnce(i64) -> i64,
     ) -> spi::Result<OrderReserve> {
+        let (tag, key) = split_name(name);
         let row = client.update(&self.order_lock, Some(1), &[tag.into()])?;
         if row.is_empty() {
             let exists = client.select(&self.order_exists, Some(1), &[tag.into()])?;
@@ -282,8 +295,15 @@ impl Plans {
         let (Ok(t), Ok(tz)) = (template::parse(&current), template::parse_time_zone(&zone)) else {
             return Ok(OrderReserve::Missing);
         };
+        if t.has_key() != key.is_some() {
+            // the template changed between keyed and plain: callers reload it
+            return Ok(OrderReserve::Stale);
+        }
         let unit = template::unit_name(t.unit());
-        let stored = client.select(&self.counter_read, Some(1), &[tag.into(), unit.into()])?;
+        let stored = match key {
+            None => client.select(&self.counter_read, Some(1), &[tag.into(), unit.into()])?,
+            Some(k) => client.select(&self.key_counter_read, Some(1), &[tag.into(), k.into(), unit.into()])?,
+        };
         let stored = if stored.is_empty() {
             (i64::MIN, 0)
         } else {
@@ -297,11 +317,13 @@ impl Plans {
         let after = |key| t.unit().and_then(|u| template::next_key(key, u));
         match counter_block(stored, want, clock, block, t.capacity(), after) {
             Ok(block) => {
-                client.update(
-                    &self.counter_set,
-                    None,
-                    &[tag.into(), unit.into(), block.period.into(), block.end.into()],
-                )?;
+                let (period, end) = (block.period.into(), block.end.into());
+                match key {
+                    None => client.update(&self.counter_set, None, &[tag.into(), unit.into(), period, end])?,
+                    Some(k) => {
+                        client.update(&self.key_counter_set, None, &[tag.into(), k.into(), unit.into(), period, end])?
+                    }
+                };
                 Ok(OrderReserve::Done(block))
             }
             Err(o) => Ok(OrderReserve::Overflow(o.period)),

@@ -81,6 +81,10 @@ pub enum SeqgenError {
     GaplessBusy { tag: String, key: String },
     #[error("tag \"{0}\" has no template")]
     NoTemplate(String),
+    #[error("the template of tag \"{0}\" numbers per key ({{key}}): call seqgen_order_no(biz_tag, key)")]
+    TemplateHasKey(String),
+    #[error("the template of tag \"{0}\" has no {{key}}, so the numbers of two keys would be the same")]
+    TemplateLacksKey(String),
     #[error("the order-number counter of tag \"{tag}\" is full for this period ({capacity} numbers)")]
     OrderOverflow { tag: String, capacity: i64 },
     #[error("{0}")]
@@ -113,6 +117,8 @@ impl SeqgenError {
             | CatalogMissing(_)
             | TagNotCommitted(_)
             | NoTemplate(_)
+            | TemplateHasKey(_)
+            | TemplateLacksKey(_)
             | NotOpaque(_)
             | Gapless(_)
             | NotGapless(_)
@@ -171,6 +177,7 @@ impl SeqgenError {
             TimeExhausted(_) => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
             BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
             NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),
+            TemplateLacksKey(t) => format!("Put the key in the template, e.g. SELECT seqgen_set_template('{t}', '{{key}}-{{seq:6}}');"),
             GaplessBusy { .. } => "Numbers of one key are given out one transaction at a time: number at commit (seqgen_gapless_attach) to hold the key only while a transaction commits, or raise seqgen.allocation_timeout (or the session's lock_timeout).".into(),
             NotGapless(t) => format!("Segment tags are drawn with seqgen_next('{t}'); create a gapless one with seqgen_create_gapless()."),
             NeedsUpdate(_) => "Run ALTER EXTENSION pg_seqgen UPDATE in this database.".into(),
