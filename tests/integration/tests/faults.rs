@@ -253,8 +253,17 @@ fn dump_and_restore_continue_for_every_generator() {
         "SELECT seqgen_create('o', 100); SELECT seqgen_make_opaque('o');
          SELECT seqgen_create('i', 100); SELECT seqgen_set_node_bits('i', 3);
          SELECT seqgen_create('w', 100);
-         SELECT seqgen_set_template('w', 'W{yyyy}{MM}{dd}{seq:6:opaque}');",
+         SELECT seqgen_set_template('w', 'W{yyyy}{MM}{dd}{seq:6:opaque}');
+         SELECT seqgen_create('k', 100); SELECT seqgen_set_template('k', 'K{key}-{seq:6}');",
     );
+    // counters per key: values and order numbers of one key (fixed width: text order is
+    // numeric order)
+    let keyed = |c: &Cluster| -> (Vec<i64>, Vec<String>) {
+        let mut cl = c.connect();
+        let v = cl.query("SELECT seqgen_next('k', 't1') FROM generate_series(1, 300)", &[]).unwrap();
+        let n = cl.query("SELECT seqgen_order_no('k', 't1') FROM generate_series(1, 300)", &[]).unwrap();
+        (v.iter().map(|r| r.get(0)).collect(), n.iter().map(|r| r.get(0)).collect())
+    };
     let draw = |c: &Cluster| -> (Drawn, Vec<i64>, Vec<i64>, Vec<String>) {
         let mut cl = c.connect();
         let d = draw_round(&mut cl, 3000).unwrap();
@@ -269,6 +278,7 @@ fn dump_and_restore_continue_for_every_generator() {
         )
     };
     let (mut before, mut o, mut i, mut w) = draw(&a);
+    let (key_values, key_numbers) = keyed(&a);
     let dump = format!("{}/dump.pgc", a.dir.display());
     let out = as_postgres(
         &format!("{}/pg_dump", pg_bin()),
@@ -287,6 +297,9 @@ fn dump_and_restore_continue_for_every_generator() {
     );
     assert!(out.status.success(), "pg_restore: {}", String::from_utf8_lossy(&out.stderr));
     let (after, o2, i2, w2) = draw(&b);
+    let (key_values2, key_numbers2) = keyed(&b);
+    assert!(key_values2.iter().min() > key_values.iter().max(), "a key's values went back after the restore");
+    assert!(key_numbers2.iter().min() > key_numbers.iter().max(), "a key's order numbers went back after the restore");
     assert!(after.seg.iter().min() > before.seg.iter().max(), "segment IDs went back after the restore");
     assert!(
         after.sf.iter().min() > before.sf.iter().max(),

@@ -43,7 +43,7 @@ const SESSIONS: usize = 4;
 const TAGS: [&str; 4] = ["a", "b", "c", "d"];
 /// Templates that can meet each other (same prefix and length, or the same digits in another
 /// order), or not.
-const TEMPLATES: [&str; 8] = [
+const TEMPLATES: [&str; 10] = [
     "F{yyyy}{MM}{dd}{seq:3}",
     "F{yyyy}{MM}{dd}{seq:3:opaque}",
     "F{yyyy}{MM}{dd}{seq:2}{check}",
@@ -52,6 +52,9 @@ const TEMPLATES: [&str; 8] = [
     "G{seq:4}",
     "G{seq:4:opaque}",
     "F{yyyy}{MM}{dd}{HH}{mm}-{seq:2}",
+    // counters per key: seqgen_order_no(tag, key)
+    "F{key}-{yyyy}{MM}{dd}{seq:2}",
+    "{key}/{seq:3}",
 ];
 const ZONES: [&str; 5] = ["UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago", "America/New_York", "Asia/Shanghai"];
 const TABLES: [&str; 5] =
@@ -88,6 +91,8 @@ enum Draw {
     /// `seqgen_next(tag, key)` on keys `k0` to `k2` in turn, this many rows.
     Keyed(usize, u32),
     OrderNo(usize, u32),
+    /// `seqgen_order_no(tag, key)` on keys `k0` to `k2` in turn, this many rows.
+    OrderKeyed(usize, u32),
     Snowflake(u32),
     Uuid(u32),
     Snowflake53(u32),
@@ -182,7 +187,11 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     0..=3 => Draw::Next(t),
                     4 => Draw::InTurn(t),
                     5..=6 => Draw::Batch(t, [1, 7, 100, 2000][rng.random_range(0..4)]),
-                    7..=13 => Draw::OrderNo(ot, [1, 30, 150][rng.random_range(0..3)]),
+                    7..=11 => Draw::OrderNo(ot, [1, 30, 150][rng.random_range(0..3)]),
+                    // mostly from c, which starts with a template per key
+                    12..=13 => {
+                        Draw::OrderKeyed(if rng.random_bool(0.6) { 2 } else { ot }, [1, 3, 40][rng.random_range(0..3)])
+                    }
                     14..=15 => Draw::Snowflake([1, 50][rng.random_range(0..2)]),
                     16..=17 => Draw::Uuid([1, 50][rng.random_range(0..2)]),
                     18..=19 => Draw::Snowflake53([1, 50][rng.random_range(0..2)]),
@@ -317,7 +326,8 @@ impl Run {
                 "CREATE EXTENSION pg_seqgen;
                  GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer),
                    seqgen_order_no(text), seqgen_snowflake(), seqgen_uuidv7(),
-                   seqgen_gapless_next(text, text), seqgen_next(text, text) TO fz_app;
+                   seqgen_gapless_next(text, text), seqgen_next(text, text),
+                   seqgen_order_no(text, text) TO fz_app;
                  SELECT seqgen_create_gapless('gl');
                  SELECT seqgen_grant('gl', 'fz_app');
                  CREATE TABLE gl_t (k text NOT NULL, no bigint);
@@ -328,8 +338,10 @@ impl Run {
             .unwrap();
             for (i, t) in TAGS.iter().enumerate() {
                 cl.batch_execute(&format!("SELECT seqgen_create('{t}', 10)")).unwrap();
+                // a and c start with templates: a's plain, c's per key
                 if i % 2 == 0 {
-                    cl.batch_execute(&format!("SELECT seqgen_set_template('{t}', '{}')", TEMPLATES[0])).unwrap();
+                    let tpl = if i == 2 { TEMPLATES[8] } else { TEMPLATES[0] };
+                    cl.batch_execute(&format!("SELECT seqgen_set_template('{t}', '{tpl}')")).unwrap();
                 }
             }
         }
@@ -476,6 +488,9 @@ impl Run {
                 TAGS[*t]
             ),
             Draw::OrderNo(t, k) => format!("SELECT seqgen_order_no('{}') FROM generate_series(1, {k})", TAGS[*t]),
+            Draw::OrderKeyed(t, n) => {
+                format!("SELECT seqgen_order_no('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g", TAGS[*t])
+            }
             Draw::Snowflake(k) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
             Draw::Uuid(k) => format!("SELECT seqgen_uuidv7() FROM generate_series(1, {k})"),
             Draw::Snowflake53(k) => format!("SELECT seqgen_snowflake53() FROM generate_series(1, {k})"),
@@ -516,7 +531,8 @@ impl Run {
                     let (db, t, inc) = self.tag_key(db, *t);
                     self.ids.entry((db, KEYED + t * 3 + k, inc)).or_default().insert(id)
                 }
-                Draw::OrderNo(t, _) => {
+                // a key's numbers render the key: one ledger of texts per tag incarnation
+                Draw::OrderNo(t, _) | Draw::OrderKeyed(t, _) => {
                     let key = self.tag_key(db, *t);
                     self.texts.entry(key).or_default().insert(v.clone())
                 }
@@ -758,7 +774,8 @@ impl Run {
             let tags = c
                 .query(
                     "SELECT biz_tag, EXISTS (SELECT FROM seqgen.template t WHERE t.biz_tag = a.biz_tag), \
-                     opaque_from IS NULL FROM seqgen.alloc a",
+                     opaque_from IS NULL, EXISTS (SELECT FROM seqgen.template t WHERE t.biz_tag = a.biz_tag \
+                     AND strpos(t.template, '{key}') > 0) FROM seqgen.alloc a",
                     &[],
                 )
                 .map_err(|e| e.to_string())?;
@@ -773,7 +790,8 @@ impl Run {
                     }
                     if tpl {
                         self.templated.insert((db, t));
-                        checks.push((db, Draw::OrderNo(t, 1)));
+                        let keyed: bool = r.get(3);
+                        checks.push((db, if keyed { Draw::OrderKeyed(t, 3) } else { Draw::OrderNo(t, 1) }));
                     }
                 }
             }

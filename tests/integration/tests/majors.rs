@@ -42,7 +42,9 @@ fn old_side(name: &str, port: u16) -> Cluster {
          SELECT seqgen_create('order_no', 10);
          SELECT seqgen_set_template('order_no', 'SO{yyyy}{MM}{dd}-{seq:6}', 'Asia/Shanghai');
          SELECT seqgen_create('ticket', 10);
-         SELECT seqgen_make_opaque('ticket');",
+         SELECT seqgen_make_opaque('ticket');
+         SELECT seqgen_create('waybill', 10);
+         SELECT seqgen_set_template('waybill', '{key}-{seq:6}');",
     );
     old
 }
@@ -65,10 +67,17 @@ fn logical_replication_switchover_under_load() {
     o.batch_execute("CREATE PUBLICATION p FOR TABLE orders").unwrap();
     let added: Vec<String> =
         o.query("SELECT t::text FROM seqgen_publish('p') t", &[]).unwrap().iter().map(|r| r.get(0)).collect();
-    assert_eq!(added.len(), 10, "{added:?}");
+    assert_eq!(added.len(), 11, "{added:?}");
     // a key of a tag, drawn on the old side only: its counter row travels with the catalog
     let key_old: Vec<i64> = o
         .query("SELECT seqgen_next('order', 'k') FROM generate_series(1, 30)", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    // and a key's order numbers (seqgen.key_order_counter)
+    let waybill_old: Vec<String> = o
+        .query("SELECT seqgen_order_no('waybill', 'k') FROM generate_series(1, 30)", &[])
         .unwrap()
         .iter()
         .map(|r| r.get(0))
@@ -103,6 +112,7 @@ fn logical_replication_switchover_under_load() {
         "SELECT seqgen_order_no('order_no')",
         "SELECT seqgen_next('ticket')",
         "SELECT seqgen_next('order', 'k')",
+        "SELECT seqgen_order_no('waybill', 'k')",
     ] {
         let e = n.batch_execute(sql).unwrap_err();
         assert_eq!(sqlstate(&e).as_deref(), Some("55000"), "{sql}: {e:?}");
@@ -148,6 +158,11 @@ fn logical_replication_switchover_under_load() {
     }
     let key_new: i64 = n.query_one("SELECT seqgen_next('order', 'k')", &[]).unwrap().get(0);
     assert!(key_new > *key_old.iter().max().unwrap(), "key k on the new side: {key_new} after {key_old:?}");
+    let waybill_new: String = n.query_one("SELECT seqgen_order_no('waybill', 'k')", &[]).unwrap().get(0);
+    assert!(
+        &waybill_new > waybill_old.iter().max().unwrap(),
+        "key k's order number on the new side: {waybill_new} after {waybill_old:?}"
+    );
     let tickets: HashSet<i64> = n.query("SELECT ticket FROM orders", &[]).unwrap().iter().map(|r| r.get(0)).collect();
     assert_eq!(tickets.len() as i64, copied + 500);
     println!(

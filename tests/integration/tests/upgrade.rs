@@ -249,6 +249,11 @@ fn upgrade(old: &str, from: &str, port: u16) {
     assert_eq!((k1, k2), (1, 2), "a key of a tag made before the upgrade from {from}");
     c.sql("SELECT seqgen_create('keyed_up', 10, 40)");
     assert_eq!(c.one_i64("SELECT seqgen_next('keyed_up', 'k')"), 40);
+    // and order numbers per key, of a tag made before the upgrade
+    c.sql("SELECT seqgen_set_template('seg', 'K{key}-{seq:4}')");
+    let mut kc = c.connect();
+    let per_key = texts(&mut kc, "SELECT seqgen_order_no('seg', 'a') FROM generate_series(1, 2)");
+    assert_eq!(per_key, ["Ka-0001", "Ka-0002"], "order numbers per key after the upgrade from {from}");
     // the configuration of the upgraded catalog applies to it as no change
     let changes = c.one_i64("SELECT count(*) FROM seqgen_apply(seqgen_config())");
     assert_eq!(changes, 0, "applying the configuration of the catalog upgraded from {from} changed it");
