@@ -19,6 +19,10 @@
 cd "$ROOT"
 
 ensure_deps
+# The test clusters listen on ports 55000 to 58999. Keep the kernel from giving those ports to
+# outgoing connections as their local ports: a client's ephemeral port once took the port a
+# standby was about to listen on ("could not bind ... Address already in use").
+echo 55000-58999 | as_root tee /proc/sys/net/ipv4/ip_local_reserved_ports >/dev/null 2>&1 || true
 LOG=$(mktemp /tmp/pg_seqgen_tests.XXXXXX)
 # run a test command, keep its output for the summary
 run() { "$@" 2>&1 | tee -a "$LOG"; }

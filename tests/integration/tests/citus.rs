@@ -99,7 +99,12 @@ impl Citus {
              SELECT create_distributed_table('t_uuid', 'k'); \
              SELECT create_distributed_table('t_ord', 'k'); \
              CREATE TABLE r_next (id bigint DEFAULT seqgen_next('order'), k int NOT NULL); \
-             SELECT create_reference_table('r_next');",
+             SELECT create_reference_table('r_next'); \
+             SELECT seqgen_set_template('order', 'W{key}-{node:3}-{seq:7}'); \
+             CREATE TABLE t_key (id bigint DEFAULT seqgen_next('order', 'acme'), k int NOT NULL); \
+             CREATE TABLE t_kord (id text DEFAULT seqgen_order_no('order', 'acme'), k int NOT NULL); \
+             SELECT create_distributed_table('t_key', 'k'); \
+             SELECT create_distributed_table('t_kord', 'k');",
         );
         Citus { coord, workers }
     }
@@ -115,7 +120,7 @@ impl Citus {
 
     fn assert_no_repeats(&self) -> i64 {
         let mut rows = 0;
-        for t in ["t_next", "t_sf", "t_uuid", "t_ord", "r_next"] {
+        for t in ["t_next", "t_sf", "t_uuid", "t_ord", "r_next", "t_key", "t_kord"] {
             let n = self.coord.one_i64(&format!("SELECT count(*) FROM {t}"));
             let r = self.repeats(t);
             println!("{t}: {n} rows, {r} values issued twice");
@@ -128,7 +133,7 @@ impl Citus {
 
 /// The INSERTs one session runs in turn: every generator as a DEFAULT, `INSERT ... SELECT`
 /// (from a series, and from a distributed table colocated with the target), a batch.
-const STATEMENTS: [&str; 8] = [
+const STATEMENTS: [&str; 10] = [
     "INSERT INTO t_next (k) VALUES ((random() * 1000)::int)",
     "INSERT INTO t_sf (k) VALUES ((random() * 1000)::int)",
     "INSERT INTO t_uuid (k) VALUES ((random() * 1000)::int)",
@@ -137,6 +142,9 @@ const STATEMENTS: [&str; 8] = [
     "INSERT INTO r_next (k) VALUES (1)",
     "INSERT INTO t_next (id, k) SELECT b, 5 FROM seqgen_next_batch('order', 25) b",
     "INSERT INTO t_sf (k) SELECT k FROM t_uuid WHERE k < 5",
+    // one key drawn on every node: its values and its order numbers
+    "INSERT INTO t_key (k) SELECT g FROM generate_series(1, 10) g",
+    "INSERT INTO t_kord (k) SELECT g FROM generate_series(1, 10) g",
 ];
 
 /// What the load's sessions saw.
