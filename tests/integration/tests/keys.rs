@@ -252,12 +252,13 @@ fn keyed_counters_refuse_bad_input_and_follow_the_tag() {
 }
 
 /// Order numbers per key (`{key}` templates): 8 sessions draw `seqgen_order_no('wb', key)` over
-/// 1,000 keys at random (30% rolled back) with an immediate shutdown while they draw; then the
+/// 10,000 keys at random (30% rolled back) with an immediate shutdown while they draw; then the
 /// clock moves to the next day and every key starts again at 1. No number is issued twice,
 /// every number carries its key, and a key loses in the crash only what it had reserved.
 #[test]
 fn keyed_order_numbers_restart_per_key_and_survive_a_crash() {
-    const ORDER_KEYS: usize = 1000;
+    // more keys than slots: idle keys are evicted while the sessions draw
+    const ORDER_KEYS: usize = KEYS;
     let c =
         Cluster::init("keys_order", 57503, &["seqgen.max_tags = 4096", "seqgen.max_databases = 2"]).with_clock_shift();
     c.start();
@@ -285,7 +286,7 @@ fn keyed_order_numbers_restart_per_key_and_survive_a_crash() {
             .collect()
     };
     let all: Vec<(usize, String, bool)> =
-        draw_with(&c, "SELECT seqgen_order_no('wb', $1)", ORDER_KEYS, 1500, 6000, || at_crash = counters(&c));
+        draw_with(&c, "SELECT seqgen_order_no('wb', $1)", ORDER_KEYS, 2500, 10_000, || at_crash = counters(&c));
     let texts: Vec<&String> = all.iter().map(|x| &x.1).collect();
     assert_unique_numbers("order numbers per key across a crash", &texts);
     // every number is its key's, of today, and counts within its key
@@ -328,7 +329,7 @@ fn keyed_order_numbers_restart_per_key_and_survive_a_crash() {
     let tomorrow = day(&c);
     assert_ne!(tomorrow, today);
     let mut cl = c.connect();
-    for k in (0..ORDER_KEYS).step_by(20) {
+    for k in (0..ORDER_KEYS).step_by(100) {
         for i in 1..=3 {
             let text: String = cl.query_one("SELECT seqgen_order_no('wb', $1)", &[&format!("p{k}")]).unwrap().get(0);
             assert_eq!(text, format!("p{k}-{tomorrow}-{i:06}"), "key p{k} on the next day");
@@ -336,5 +337,5 @@ fn keyed_order_numbers_restart_per_key_and_survive_a_crash() {
     }
     let day_rows = c.one_i64("SELECT count(DISTINCT period_key) FROM seqgen.key_order_counter WHERE key = 'p0'");
     assert_eq!(day_rows, 1, "one row per key and unit, moved to the new day");
-    println!("the next day: {} keys each started again at 1", ORDER_KEYS / 20);
+    println!("the next day: {} keys each started again at 1", ORDER_KEYS / 100);
 }
