@@ -125,6 +125,8 @@ enum Admin {
     /// `drop_missing`.
     Apply(usize, usize),
     BadInput(usize),
+    /// `seqgen_key_status` of a tag (a read: it must answer, or refuse with a documented code).
+    KeyStatus(usize),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -233,7 +235,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     19..=20 => Admin::Grant(t, rng.random_bool(0.5)),
                     21..=22 => Admin::Apply(rng.random_range(0..2), t),
                     23 if rng.random_bool(0.3) => Admin::Apply(2, t),
-                    _ => Admin::BadInput(rng.random_range(0..8)),
+                    24 => Admin::KeyStatus(t),
+                    _ => Admin::BadInput(rng.random_range(0..10)),
                 };
                 // a raise by an hour that commits would rightly refuse calls for an hour: only
                 // shapes that end in a rollback (or a refused PREPARE) for those
@@ -605,8 +608,11 @@ impl Run {
                 "SELECT seqgen_snowflake_advance(-1)",
                 r#"SELECT * FROM seqgen_apply('{"version": 1, "tags": {"a": {"step": 0}}}')"#,
                 r#"SELECT * FROM seqgen_apply('{"version": 1, "tags": {"b": {"template": {"text": "F{seq:0}"}}}}')"#,
+                "SELECT seqgen_order_no('c', '')",
+                "SELECT seqgen_set_template('c', '{key}{node}{seq:2}')",
             ][*i]
                 .to_string(),
+            Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),
         };
         let committed_shape = matches!(shape, Shape::Auto | Shape::Commit | Shape::PrepareCommit | Shape::PrepareLeave);
         let (rows, ended) = self.run_shaped(s, &sql, shape)?;
