@@ -1248,6 +1248,14 @@ mod tests {
         assert_eq!(one("SELECT count(*) FROM seqgen.template_history WHERE biz_tag = 't_tpl_check'"), 2);
         refused("DELETE FROM seqgen.template_history WHERE biz_tag = 't_tpl_check'", ERRCODE_FEATURE_NOT_SUPPORTED);
         refused("TRUNCATE seqgen.template_history", ERRCODE_FEATURE_NOT_SUPPORTED);
+        // {node} is any node id: its digits written as a literal, for the node of today or of
+        // another day (a changed seqgen.node_id, a dump restored elsewhere), are refused
+        autonomous("SELECT seqgen_create('t_tpl_node', 10)");
+        autonomous("SELECT seqgen_set_template('t_tpl_node', 'N{node:2}-{seq:3}')");
+        text("SELECT seqgen_order_no('t_tpl_node')");
+        refused("SELECT seqgen_set_template('t_tpl_node', 'N07-{seq:3}')", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_set_template('t_tpl_node', 'N00-{seq:3}')", ERRCODE_INVALID_PARAMETER_VALUE);
+        autonomous("SELECT seqgen_set_template('t_tpl_node', 'N0A-{seq:3}')");
         // {node} makes seqgen_render depend on a setting: STABLE
         assert_eq!(one("SELECT count(*) FROM pg_proc WHERE proname = 'seqgen_render' AND provolatile = 's'"), 2);
     }

@@ -14,6 +14,11 @@
 //! The shapes over-approximate the texts (a check digit or a day of 39 is in the shape but
 //! never rendered), so "apart" is always true and "may meet" is sometimes cautious.
 //!
+//! The node id is any digits: a template may have rendered other node ids before (a server
+//! whose `seqgen.node_id` changed, a dump restored on another node), and will render others
+//! later. `{node}` without a width is as wide as the node id is (1 to 7 digits): the two
+//! templates are compared at every width.
+//!
 //! A template with `{key}` renders a text of any length: a fixed head, the key (1 to 128
 //! bytes of any characters), a fixed tail. Two templates may meet when the lengths allow it,
 //! the heads agree as far as both reach and the tails agree as far back as both reach (a key
@@ -78,8 +83,9 @@ fn date_kind(p: &Part) -> Option<u8> {
     })
 }
 
-/// The shape of every text `t` renders for tag `tag` on node `node`, and where its date
-/// fields stand (character offset, field).
+/// The shape of every text `t` renders for tag `tag` on any node whose id has `node_digits`
+/// digits (for `{node}` without a width), and where its date fields stand (character offset,
+/// field).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
     /// Every position but the key's.
@@ -92,7 +98,7 @@ pub struct Shape {
 /// The longest key, in characters (a key is at most 128 bytes).
 const KEY_MAX_CHARS: usize = 128;
 
-pub fn shape(t: &Template, tag: &str, node: u32) -> Shape {
+pub fn shape(t: &Template, tag: &str, node_digits: u8) -> Shape {
     let mut cells = vec![];
     let mut dates = vec![];
     let mut key_at = None;
@@ -105,8 +111,8 @@ pub fn shape(t: &Template, tag: &str, node: u32) -> Shape {
             Part::Literal(s) => chars(&mut cells, s),
             Part::Tag => chars(&mut cells, tag),
             Part::Key => key_at = Some(cells.len()),
-            Part::Node { width: None } => chars(&mut cells, &node.to_string()),
-            Part::Node { width: Some(w) } => chars(&mut cells, &format!("{:0w$}", node, w = *w as usize)),
+            Part::Node { width: None } => cells.extend(std::iter::repeat_n(Cell::Digits(ANY), node_digits as usize)),
+            Part::Node { width: Some(w) } => cells.extend(std::iter::repeat_n(Cell::Digits(ANY), *w as usize)),
             Part::Year4 => cells.extend([Cell::Digits(ANY); 4]),
             Part::Year2 => cells.extend([Cell::Digits(ANY); 2]),
             Part::Month => cells.extend([Cell::Digits(span(0, 1)), Cell::Digits(ANY)]),
@@ -164,7 +170,7 @@ impl Shape {
     }
 }
 
-/// May a change from template `old` to template `new` render a text `old` rendered before?
+/// Can a change from template `old` to template `new` render a text `old` rendered before?
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Never: the texts of the two differ in length or at a fixed position.
@@ -176,8 +182,43 @@ pub enum Verdict {
     Meet,
 }
 
-pub fn compare(old: &Template, new: &Template, tag: &str, node: u32) -> Verdict {
-    let (a, b) = (shape(old, tag, node), shape(new, tag, node));
+/// The widths a template's `{node}` without a width can have (one, unused, when it has none).
+fn node_digits(t: &Template) -> std::ops::RangeInclusive<u8> {
+    if t.parts().contains(&Part::Node { width: None }) {
+        1..=NODE_DIGITS_MAX
+    } else {
+        1..=1
+    }
+}
+
+/// The most digits of a node id (`seqgen.node_id` is at most 4,194,304).
+const NODE_DIGITS_MAX: u8 = 7;
+
+/// May a change from template `old` to template `new` render a text `old` rendered, on any
+/// nodes? The worst verdict over the widths of their node ids.
+pub fn compare(old: &Template, new: &Template, tag: &str) -> Verdict {
+    let mut worst = Verdict::Apart;
+    for wa in node_digits(old) {
+        for wb in node_digits(new) {
+            match compare_at(old, new, tag, wa, wb) {
+                Verdict::Meet => return Verdict::Meet,
+                v @ Verdict::ApartAfter(_) => worst = v,
+                Verdict::Apart => {}
+            }
+        }
+    }
+    worst
+}
+
+/// Two shapes that meet, at some widths of their node ids, for messages: a text both allow.
+pub fn example(old: &Template, new: &Template, tag: &str) -> Option<String> {
+    node_digits(old)
+        .flat_map(|wa| node_digits(new).map(move |wb| (wa, wb)))
+        .find_map(|(wa, wb)| shape(old, tag, wa).example(&shape(new, tag, wb)))
+}
+
+fn compare_at(old: &Template, new: &Template, tag: &str, wa: u8, wb: u8) -> Verdict {
+    let (a, b) = (shape(old, tag, wa), shape(new, tag, wb));
     if !a.meets(&b) {
         return Verdict::Apart;
     }
@@ -218,7 +259,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn verdict(old: &str, new: &str) -> Verdict {
-        compare(&parse(old).unwrap(), &parse(new).unwrap(), "t", 7)
+        compare(&parse(old).unwrap(), &parse(new).unwrap(), "t")
     }
 
     #[test]
@@ -247,10 +288,14 @@ mod tests {
         // a digit literal meets a digit field, a letter does not
         assert_eq!(verdict("A{seq:3}", "{seq:4}"), Verdict::Apart);
         assert_eq!(verdict("1{seq:3}", "{seq:4}"), Verdict::Meet);
-        // {tag} and {node} are the tag's name and the node id
+        // {tag} is the tag's name, {node} any node id (it rendered others, or will)
         assert_eq!(verdict("{tag}{seq:3}", "t{seq:3}"), Verdict::Meet);
-        assert_eq!(verdict("{node:2}{seq:3}", "08{seq:3}"), Verdict::Apart);
-        assert_eq!(verdict("{node:2}{seq:3}", "07{seq:3}"), Verdict::Meet);
+        assert_eq!(verdict("{node:2}{seq:3}", "08{seq:3}"), Verdict::Meet);
+        assert_eq!(verdict("{node:2}{seq:3}", "0A{seq:3}"), Verdict::Apart);
+        assert_eq!(verdict("{node}-{seq:3}", "17-{seq:3}"), Verdict::Meet);
+        assert_eq!(verdict("{node}-{seq:3}", "A-{seq:3}"), Verdict::Apart);
+        // a {node} as wide as the old counter's head: the date still tells periods apart
+        assert_eq!(verdict("N{yyyy}{MM}{dd}{seq:4}", "N{yyyy}{MM}{dd}{node}{seq:2}"), Verdict::ApartAfter(Unit::Day));
         // months never start with 2
         assert_eq!(verdict("{MM}{seq:2}{yyyy}", "2{seq:3}{yyyy}"), Verdict::Apart);
         let (a, b) = (shape(&parse("A{seq:2}").unwrap(), "", 0), shape(&parse("A1{seq:1}").unwrap(), "", 0));
@@ -261,7 +306,7 @@ mod tests {
     /// the date fields, in any order, a literal, the counter, maybe a check digit.
     fn template() -> impl Strategy<Value = String> {
         let dates = proptest::sample::subsequence(vec!["{yy}", "{MM}", "{dd}", "{HH}"], 0..=4).prop_shuffle();
-        let lit = prop_oneof![Just(""), Just("A"), Just("1"), Just("-")];
+        let lit = prop_oneof![Just(""), Just("A"), Just("1"), Just("-"), Just("{node:1}"), Just("{node}")];
         (dates, lit.clone(), 1u8..=2, any::<bool>(), any::<bool>(), lit).prop_map(|(dates, a, w, opaque, check, b)| {
             let seq = if opaque { format!("{{seq:{w}:opaque}}") } else { format!("{{seq:{w}}}") };
             let tail = if check { "{check}" } else { "" };
@@ -275,7 +320,9 @@ mod tests {
         /// days 1 to 4 of months 1 to 4 of 2026, so that swapped date fields meet, and `{yy}`
         /// does not wrap) and every counter value: apart templates never render one, and
         /// templates apart after a period render one only for the same period of the old
-        /// template's unit (so from the next period on, never).
+        /// template's unit (so from the next period on, never). Each template renders on
+        /// nodes 1, 7 and 12 (where its `{node:1}` fits): the old one rendered other node ids
+        /// than the new one will.
         #[test]
         fn verdicts_agree_with_rendering(
             old in template(),
@@ -283,15 +330,17 @@ mod tests {
             moments in proptest::collection::vec((1u32..=4, 1u32..=4, 1u32..=4), 1..10),
         ) {
             let (a, b) = (parse(&old).unwrap(), parse(&new).unwrap());
-            let v = compare(&a, &b, "t", 7);
+            let v = compare(&a, &b, "t");
             let key = Key::from_bytes(&[3u8; 32]).unwrap();
             let texts = |t: &crate::template::Template| -> HashMap<String, Vec<i64>> {
                 let mut out: HashMap<String, Vec<i64>> = HashMap::new();
-                for (month, day, hour) in &moments {
-                    let at = chrono::NaiveDate::from_ymd_opt(2026, *month, *day).unwrap().and_hms_opt(*hour, 30, 0).unwrap();
-                    let period = t.locate(Tz::UTC, at.and_utc().timestamp_millis()).key;
-                    for seq in 1..=t.capacity() as u64 {
-                        out.entry(t.render_with_key(period, seq, 7, "t", Some(key))).or_default().push(period);
+                for node in [1, 7, 12].into_iter().filter(|n| t.check_node(*n).is_ok()) {
+                    for (month, day, hour) in &moments {
+                        let at = chrono::NaiveDate::from_ymd_opt(2026, *month, *day).unwrap().and_hms_opt(*hour, 30, 0).unwrap();
+                        let period = t.locate(Tz::UTC, at.and_utc().timestamp_millis()).key;
+                        for seq in 1..=t.capacity() as u64 {
+                            out.entry(t.render_with_key(period, seq, node, "t", Some(key))).or_default().push(period);
+                        }
                     }
                 }
                 out
@@ -391,7 +440,7 @@ mod tests {
             moments in proptest::collection::vec((1u32..=3, 1u32..=2), 1..4),
         ) {
             let (a, b) = (parse(&old).unwrap(), parse(&new).unwrap());
-            let v = compare(&a, &b, "t", 7);
+            let v = compare(&a, &b, "t");
             if a.has_key() || b.has_key() {
                 prop_assert!(v != Verdict::ApartAfter(Unit::Year) && v != Verdict::ApartAfter(Unit::Month));
             }

@@ -185,16 +185,16 @@ fn set_template_locked(tag: &str, text: &str, t: &Template, zone: &str, tz: Tz) 
         .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<i64>(2)?)))
         .collect::<std::result::Result<Vec<_>, pgrx::spi::Error>>()
     }))?;
-    let (node, _) = node_id()?;
     let now = shmem::now_ms();
     let mut floor: Option<i64> = None;
     for (old_text, last_key) in history.iter().filter(|(o, _)| o != text) {
         let Ok(old) = template::parse(old_text) else { continue };
-        match compare(&old, t, tag, node) {
+        match compare(&old, t, tag) {
             Verdict::Apart => {}
             Verdict::Meet => {
-                let (a, b) = (seqgen_core::shape::shape(&old, tag, node), seqgen_core::shape::shape(t, tag, node));
-                let both = a.example(&b).map(|e| format!(" (both can render \"{e}\")")).unwrap_or_default();
+                let both = seqgen_core::shape::example(&old, t, tag)
+                    .map(|e| format!(" (both can render \"{e}\")"))
+                    .unwrap_or_default();
                 return Err(SeqgenError::InvalidArgument(format!(
                     "template \"{text}\" can render the numbers of template \"{old_text}\", which tag \"{tag}\" used\
                      {both}: change a literal, e.g. the prefix, so that the two cannot meet"
@@ -346,7 +346,7 @@ fn load_local(tag: &str, r: Resolved) -> Result<Option<Local>> {
         (version, state, text, zone) = r.slot.tpl.read();
     }
     if state == TPL_MISSING || state != TPL_READY {
-        return Err(SeqgenError::NoTemplate(tag.to_string()));
+        return Err(SeqgenError::NoTemplate(shmem::split_name(tag).0.to_string()));
     }
     let template = parse_template(&text)?;
     let (name, key_text) = shmem::split_name(tag);
@@ -495,7 +495,7 @@ fn wait_for_block(tag: &str, r: Resolved, loc: &mut Local, epoch: u32, period: i
                 return Err(SeqgenError::OrderOverflow { tag: tag.to_string(), capacity: loc.template.capacity() });
             }
             Some(Err(u32::MAX)) => return Err(SeqgenError::WorkerNotRunning),
-            Some(Err(code::NO_TEMPLATE)) => return Err(SeqgenError::NoTemplate(tag.to_string())),
+            Some(Err(code::NO_TEMPLATE)) => return Err(SeqgenError::NoTemplate(shmem::split_name(tag).0.to_string())),
             Some(Err(c)) => return Err(directory::slot_failure(h, c, tag)),
             None if h.worker_status() != WorkerStatus::Running => return Err(SeqgenError::WorkerNotRunning),
             None if slot.ord_locked.load(Ordering::Relaxed) != 0 => {
