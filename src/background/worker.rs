@@ -965,12 +965,6 @@ fn reserve_code(r: &Reserve) -> u32 {
     }
 }
 
-/// The step of a keyed counter's next segment: from 1 up to the adaptive ceiling of its tag
-/// (`seqgen.max_step`, or the tag's step if that is larger), doubled while segments last less
-/// than the policy's `grow_below` and halved when they last more than its `shrink_above`, so
-/// a key that draws a few numbers a day keeps taking one or two at a time and a hot key is
-/// served like a tag. Always adaptive (a fixed step would burn it per key). `lasted`: `None`
-/// for the first segment after the key was loaded (its stored step is kept).
 /// How many values the next reservation of `name` (a tag, or a tag and a key) takes, given
 /// the tag's configured step: the current size `cur` adapted to how long ago the last one was
 /// made (`last_ms`; 0: never since the slot was loaded).
@@ -992,6 +986,12 @@ fn sizer<'a>(
     }
 }
 
+/// The step of a keyed counter's next segment: from 1 up to the adaptive ceiling of its tag
+/// (`seqgen.max_step`, or the tag's step if that is larger), doubled while segments last less
+/// than the policy's `grow_below` and halved when they last more than its `shrink_above`, so
+/// a key that draws a few numbers a day keeps taking one or two at a time and a hot key is
+/// served like a tag. Always adaptive (a fixed step would burn it per key). `lasted`: `None`
+/// for the first segment after the key was loaded (its stored step is kept).
 fn key_step(policy: &seqgen_core::adaptive::StepPolicy, cur: i64, tag_step: i64, lasted: Option<Duration>) -> i64 {
     let p = seqgen_core::adaptive::StepPolicy { enabled: true, max_step: policy.max_step.max(tag_step), ..*policy };
     p.next_step(cur, 1, lasted)
@@ -1228,7 +1228,9 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         s.ord_err_code.store(code::OK, Ordering::Relaxed);
         s.ord_locked.store(0, Ordering::Relaxed);
         s.ord_waits.store(0, Ordering::Relaxed);
-        s.ord_cur_step.store(step, Ordering::Relaxed);
+        // a key's order numbers start at one number a block (its stored step is its values')
+        let ord_step = if shmem::split_name(tag).1.is_some() { 1 } else { step };
+        s.ord_cur_step.store(ord_step, Ordering::Relaxed);
         s.ord_last_ms.store(0, Ordering::Relaxed);
         s.tpl.set_state(shmem::TPL_UNKNOWN);
         s.key_set.store(0, Ordering::Relaxed);
