@@ -112,8 +112,57 @@ pub fn split(value: i64, node_bits: u32) -> (i64, u32) {
     (value >> node_bits, (value & ((1i64 << node_bits) - 1)) as u32)
 }
 
+/// A backend's block of one tag: the values it claimed from the tag's shared segment at once,
+/// when it draws that tag often from a cache of many tags (as a sequence's `CACHE` does), so
+/// most draws touch no shared memory. Times are a backend's statement start (microseconds):
+/// a clock that costs nothing per row, moving between statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockPolicy {
+    /// The most values taken at once (`seqgen.backend_block`; 1: none ahead).
+    pub max: u32,
+}
+
+/// A block is handed out only within this long after the statement that claimed it: a value
+/// is never older than about a second when it is issued.
+pub const BLOCK_LIFETIME_US: i64 = 1_000_000;
+
+impl BlockPolicy {
+    /// How many values to claim now, after a claim of `prev` values made at `last_us` (`None`:
+    /// never by this backend), at statement time `now_us`: twice as many while claims come
+    /// within [`BLOCK_LIFETIME_US`] of each other, up to `max`; one again otherwise.
+    pub fn size(&self, prev: u32, last_us: Option<i64>, now_us: i64) -> u32 {
+        match last_us {
+            Some(t) if now_us.saturating_sub(t) < BLOCK_LIFETIME_US => prev.saturating_mul(2).clamp(1, self.max.max(1)),
+            _ => 1,
+        }
+    }
+
+    /// May a block claimed at statement time `claimed_us` still be handed out at `now_us`?
+    pub fn fresh(claimed_us: i64, now_us: i64) -> bool {
+        now_us.saturating_sub(claimed_us) < BLOCK_LIFETIME_US
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn blocks_grow_while_claims_come_quickly_and_expire() {
+        let p = BlockPolicy { max: 16 };
+        assert_eq!(p.size(0, None, 5), 1, "a tag new to the backend takes one value");
+        let mut size = 1;
+        for i in 1..10 {
+            size = p.size(size, Some(i * 1000), i * 1000 + 999);
+        }
+        assert_eq!(size, 16, "doubling up to the maximum");
+        assert_eq!(p.size(16, Some(0), BLOCK_LIFETIME_US), 1, "a second later: one again");
+        assert_eq!(BlockPolicy { max: 1 }.size(8, Some(0), 1), 1, "seqgen.backend_block = 1: none ahead");
+        assert_eq!(BlockPolicy { max: 0 }.size(8, Some(0), 1), 1);
+        assert_eq!(p.size(u32::MAX, Some(i64::MIN), i64::MAX), 1, "no overflow");
+        assert!(BlockPolicy::fresh(0, BLOCK_LIFETIME_US - 1));
+        assert!(!BlockPolicy::fresh(0, BLOCK_LIFETIME_US));
+        assert!(!BlockPolicy::fresh(i64::MIN, i64::MAX));
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -143,6 +143,12 @@ impl Hint {
     fn of(&self, epoch: u32) -> Option<Segment> {
         (self.valid && self.epoch == epoch).then_some(self.seg)
     }
+
+    /// The `period` of the segment the hint holds, if it holds one.
+    #[inline]
+    pub fn period(&self) -> Option<i64> {
+        self.valid.then_some(self.seg.period)
+    }
 }
 
 /// The result of one draw.
