@@ -62,7 +62,15 @@ pub fn with_key_name<R>(tag: &str, key: &str, f: impl FnOnce(&str) -> Result<R>)
 #[inline]
 pub fn next(tag: &str) -> Result<i64> {
     // steady state: a plain value from the current segment, drawn on the cache entry in place
-    let fast = directory::with_cached(tag, |r, hint| {
+    let fast = directory::with_cached(tag, |r, hint, refill| {
+        if let Some(mut refill) = refill {
+            let size = refill.size();
+            if size > 1 && hint.period() == Some(0) {
+                if let Some(claimed) = claim_block(r, &mut refill, size) {
+                    return claimed.map_err(|()| (r, *hint, Draw::Lost));
+                }
+            }
+        }
         let d = r.slot.seg.draw_hinted(hint);
         // the hint is kept where it is (a new segment read into it needs no remembering)
         hint.refreshed = false;
@@ -83,6 +91,35 @@ pub fn next(tag: &str) -> Result<i64> {
             let (r, hint) = directory::resolve_hinted(tag)?;
             next_from(tag, r, hint, None)
         }
+    }
+}
+
+/// Claim `size` plain values of `r`'s current segment for this backend: the first is returned,
+/// the rest kept in the cache entry's block. `None` when the segment cannot give a range
+/// (used up, or moved on: draw as usual); `Err` when the slot stopped serving the tag meanwhile
+/// (the claimed values are a gap).
+#[inline]
+fn claim_block(r: Resolved, refill: &mut directory::Refill<'_>, size: u32) -> Option<std::result::Result<i64, ()>> {
+    match r.slot.seg.claim_range(size as u64) {
+        Claim::Range { start, len, period } => {
+            if r.slot.gen().load(Ordering::Acquire) != r.gen {
+                return Some(Err(()));
+            }
+            if r.slot.seg.wants_next() {
+                // the claim may have passed the trigger offset that prefetches the next segment
+                request_segment(r.slot);
+            }
+            if period != 0 {
+                // not plain values (opaque, node bits): a gap, and no blocks for this entry
+                refill.turn_off();
+                return Some(Err(()));
+            }
+            if len > 1 {
+                refill.keep(start + 1, len - 1);
+            }
+            Some(Ok(start))
+        }
+        Claim::Exhausted { .. } | Claim::Lost => None,
     }
 }
 

@@ -48,11 +48,13 @@ pub struct Resolved {
 }
 
 /// A tag this backend resolved, and whether the current user may draw from it (`acl`: the
-/// stamp under which drawing was allowed; see `acl.rs`).
+/// stamp under which drawing was allowed; see `acl.rs`). `acl` first: in [`Mapped`] it shares
+/// the first cache line with the name and the block.
 #[derive(Clone, Copy)]
+#[repr(C)]
 struct Entry {
-    r: Resolved,
     acl: Stamp,
+    r: Resolved,
     /// The segment this backend last drew from (see `SegmentBuffer::draw_hinted`); it belongs
     /// to the slot's generation in `r`, like everything else here.
     hint: Hint,
@@ -66,13 +68,110 @@ impl Entry {
     }
 }
 
-/// An entry of [`Cache::map`]: the tag's name is in `Cache::names` at `name_at` (a length
-/// byte, then the bytes). 80 bytes: with 10,000 tags in turn the whole map stays in the
-/// CPU's second-level cache, where entries holding the name inline (152 bytes) did not.
+/// Values of a tag this backend claimed from the shared segment at once, to hand out itself
+/// (see `seqgen_core::adaptive::BlockPolicy`): `left` values from `next` on, claimed while the
+/// area's `retire_epoch` was `stamp`, in a statement that started at `claimed_us`.
+#[derive(Clone, Copy, Default)]
+#[repr(C)]
+pub struct Block {
+    next: i64,
+    left: u32,
+    /// How many values the last claim took (the policy doubles it), and whether blocks are
+    /// off for this entry (a tag whose values are not plain: opaque, node bits).
+    size: u16,
+    off: bool,
+    stamp: u64,
+    claimed_us: i64,
+}
+
+impl Block {
+    /// The next value of the block (`left` > 0). `next + 1` is computed only when a value is
+    /// left after it, so a block ending at `i64::MAX` never overflows.
+    #[inline]
+    fn take(&mut self) -> i64 {
+        let v = self.next;
+        self.left -= 1;
+        if self.left > 0 {
+            self.next = v + 1;
+        }
+        v
+    }
+}
+
+/// What a draw from a map entry needs to claim a block (see [`with_cached`]).
+pub struct Refill<'a> {
+    blk: &'a mut Block,
+    last_us: &'a mut i64,
+    now_us: i64,
+}
+
+impl Refill<'_> {
+    /// How many values to claim now (1: draw as usual), by the policy and
+    /// `seqgen.backend_block`; remembered for the next claim.
+    #[inline]
+    pub fn size(&mut self) -> u32 {
+        if self.blk.off {
+            return 1;
+        }
+        let policy = seqgen_core::adaptive::BlockPolicy { max: guc::BACKEND_BLOCK.get().clamp(1, 1024) as u32 };
+        let last = (*self.last_us != 0).then_some(*self.last_us);
+        let size = policy.size(self.blk.size as u32, last, self.now_us);
+        self.blk.size = size as u16;
+        *self.last_us = self.now_us;
+        size
+    }
+
+    /// Keep `left` values from `next` on for the following draws.
+    #[inline]
+    pub fn keep(&mut self, next: i64, left: u64) {
+        self.blk.next = next;
+        self.blk.left = left as u32;
+        self.blk.claimed_us = self.now_us;
+    }
+
+    /// No blocks for this entry (its values are not plain).
+    pub fn turn_off(&mut self) {
+        self.blk.off = true;
+    }
+}
+
+/// An entry of [`Cache::map`], laid out so that a draw from its block reads one cache line:
+/// the name (inline up to 15 bytes, else in `Cache::names`), the block and the privilege
+/// stamp; the resolution and the segment hint follow.
 #[derive(Clone, Copy)]
+#[repr(C, align(64))]
 struct Mapped {
-    name_at: u32,
+    name: Short,
+    blk: Block,
     e: Entry,
+    /// When the last block was claimed (statement start, microseconds; 0: never).
+    last_us: i64,
+}
+
+/// A tag's name in a map entry: `len`, then the bytes when `len` <= 15, else the offset of
+/// the name in `Cache::names` (a length byte, then the bytes) in the first four.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Short {
+    len: u8,
+    bytes: [u8; 15],
+}
+
+const SHORT_MAX: usize = 15;
+
+mod unguarded {
+    unsafe extern "C" {
+        /// PostgreSQL's `GetCurrentStatementStartTimestamp()`: it returns a variable (called
+        /// without pgrx's per-call guard, as `acl.rs` does `GetUserId`).
+        pub fn GetCurrentStatementStartTimestamp() -> i64;
+    }
+}
+
+/// When the current statement started (microseconds): the blocks' clock.
+#[inline]
+fn statement_us() -> i64 {
+    // SAFETY: a plain read of backend state
+    unsafe { unguarded::GetCurrentStatementStartTimestamp() }
 }
 
 /// A slot name held inline (a tag of at most 63 bytes, or a tag and a key): the cache's key
@@ -132,11 +231,17 @@ fn hash_of(tag: &[u8]) -> u64 {
 struct Cache {
     /// The last tag resolved, for the common `seqgen_next('same tag')` per row.
     last: Option<(Name, Entry)>,
-    /// The `acl_epoch` of this database's area, which every cached tag belongs to (set with
-    /// the first entry; a different area empties the cache).
-    area_epoch: Option<&'static AtomicU64>,
-    /// Every tag resolved. Cleared when it grows past the shared slots several times over.
-    map: HashTable<Mapped>,
+    /// This database's area, which every cached tag belongs to (set with the first entry; a
+    /// different area empties the cache): its `acl_epoch` stamps the privilege answers, its
+    /// `retire_epoch` the blocks.
+    area: Option<&'static Header>,
+    /// Every tag resolved: the index of its entry in `entries`. Cleared when it grows past the
+    /// shared slots several times over.
+    map: HashTable<u32>,
+    /// The entries, in the order the tags were first resolved: 4 bytes an index keep the table
+    /// in the CPU's second-level cache with 100,000 tags, and tags drawn in a repeating order
+    /// read their entries in order (which the CPU prefetches). An entry removed stays, unused.
+    entries: Vec<Mapped>,
     /// The names of `map`'s entries.
     names: Vec<u8>,
 }
@@ -149,41 +254,67 @@ impl Cache {
         names.get(at + 1..at + 1 + len).unwrap_or_default()
     }
 
+    /// The name of a map entry.
+    #[inline]
+    fn name_of<'a>(names: &'a [u8], m: &'a Mapped) -> &'a [u8] {
+        let len = m.name.len as usize;
+        if len <= SHORT_MAX {
+            &m.name.bytes[..len]
+        } else {
+            let at = u32::from_ne_bytes([m.name.bytes[0], m.name.bytes[1], m.name.bytes[2], m.name.bytes[3]]);
+            Cache::name_at(names, at)
+        }
+    }
+
+    #[inline]
+    fn find_mapped(&mut self, tag: &str) -> Option<&mut Mapped> {
+        let (names, entries) = (&self.names, &self.entries);
+        let at = *self.map.find(hash_of(tag.as_bytes()), |&i| {
+            same_bytes(Cache::name_of(names, &entries[i as usize]), tag.as_bytes())
+        })?;
+        self.entries.get_mut(at as usize)
+    }
+
     #[inline]
     fn find_mut(&mut self, tag: &str) -> Option<&mut Entry> {
-        let names = &self.names;
-        self.map
-            .find_mut(hash_of(tag.as_bytes()), |m| same_bytes(Cache::name_at(names, m.name_at), tag.as_bytes()))
-            .map(|m| &mut m.e)
+        self.find_mapped(tag).map(|m| &mut m.e)
     }
 
     fn remove(&mut self, tag: &str) {
-        let names = &self.names;
-        let found = self
-            .map
-            .find_entry(hash_of(tag.as_bytes()), |m| same_bytes(Cache::name_at(names, m.name_at), tag.as_bytes()));
+        let (names, entries) = (&self.names, &self.entries);
+        let found = self.map.find_entry(hash_of(tag.as_bytes()), |&i| {
+            same_bytes(Cache::name_of(names, &entries[i as usize]), tag.as_bytes())
+        });
         if let Ok(o) = found {
             o.remove();
         }
     }
 
+    /// Cache `e` for `tag` (a block kept for an earlier resolution becomes a gap).
     fn insert(&mut self, tag: &str, e: Entry) {
-        if let Some(old) = self.find_mut(tag) {
-            *old = e;
+        if let Some(old) = self.find_mapped(tag) {
+            *old = Mapped { name: old.name, blk: Block::default(), e, last_us: 0 };
             return;
         }
-        let name_at = self.names.len() as u32;
-        self.names.push(tag.len() as u8);
-        self.names.extend_from_slice(tag.as_bytes());
-        let names = &self.names;
-        self.map.insert_unique(hash_of(tag.as_bytes()), Mapped { name_at, e }, |m| {
-            hash_of(Cache::name_at(names, m.name_at))
-        });
+        let mut name = Short { len: tag.len() as u8, bytes: [0; SHORT_MAX] };
+        if tag.len() <= SHORT_MAX {
+            name.bytes[..tag.len()].copy_from_slice(tag.as_bytes());
+        } else {
+            let at = self.names.len() as u32;
+            name.bytes[..4].copy_from_slice(&at.to_ne_bytes());
+            self.names.push(tag.len() as u8);
+            self.names.extend_from_slice(tag.as_bytes());
+        }
+        let at = self.entries.len() as u32;
+        self.entries.push(Mapped { name, blk: Block::default(), e, last_us: 0 });
+        let (names, entries) = (&self.names, &self.entries);
+        self.map.insert_unique(hash_of(tag.as_bytes()), at, |&i| hash_of(Cache::name_of(names, &entries[i as usize])));
     }
 
     fn clear(&mut self) {
         self.last = None;
         self.map.clear();
+        self.entries.clear();
         self.names.clear();
     }
 }
@@ -202,7 +333,9 @@ pub fn resolve(tag: &str) -> Result<Resolved> {
 #[inline]
 pub fn resolve_hinted(tag: &str) -> Result<(Resolved, Hint)> {
     let hit = match &*CACHE.get() {
-        Cache { last: Some((name, e)), area_epoch: Some(a), .. } if name.is(tag) && e.allowed(a) => Some((e.r, e.hint)),
+        Cache { last: Some((name, e)), area: Some(h), .. } if name.is(tag) && e.allowed(&h.acl_epoch) => {
+            Some((e.r, e.hint))
+        }
         _ => None,
     };
     match hit {
@@ -215,21 +348,51 @@ pub fn resolve_hinted(tag: &str) -> Result<(Resolved, Hint)> {
 /// resolution and the segment hint it may update), if the tag is cached, its slot still has
 /// the entry's generation and the current user may draw from it. `None` otherwise: then
 /// [`resolve_hinted`]. `f` must not call back into the directory.
+///
+/// A tag drawn from the map (not the last tag resolved: many tags in turn) may have a block of
+/// values this backend claimed: the next one is returned without touching shared memory while
+/// no slot of the area was retired since the claim (else its slot's generation is checked),
+/// and the statement started within a second of the claim (else the rest is a gap). Without
+/// one, `f` gets a [`Refill`] to claim the next block with.
 #[inline]
-pub fn with_cached<R>(tag: &str, f: impl FnOnce(Resolved, &mut Hint) -> R) -> Option<R> {
+pub fn with_cached<E>(
+    tag: &str,
+    f: impl FnOnce(Resolved, &mut Hint, Option<Refill<'_>>) -> std::result::Result<i64, E>,
+) -> Option<std::result::Result<i64, E>> {
     let mut c = CACHE.get();
     let c = &mut *c;
-    let area_epoch = c.area_epoch?;
+    let area = c.area?;
+    let area_epoch = &area.acl_epoch;
     if let Some((name, e)) = &mut c.last {
         if name.is(tag) && e.allowed(area_epoch) {
-            return Some(f(e.r, &mut e.hint));
+            return Some(f(e.r, &mut e.hint, None));
         }
     }
-    let e = c.find_mut(tag)?;
-    if e.r.slot.gen().load(Ordering::Acquire) != e.r.gen || !e.allowed(area_epoch) {
+    let retire_epoch = &area.retire_epoch;
+    let m = c.find_mapped(tag)?;
+    if !m.e.allowed(area_epoch) {
         return None;
     }
-    Some(f(e.r, &mut e.hint))
+    // loaded before the generation is checked and before a claim: a retirement after this
+    // load is seen by the next draw
+    let retire = retire_epoch.load(Ordering::Acquire);
+    let now_us = statement_us();
+    if m.blk.left > 0 {
+        if seqgen_core::adaptive::BlockPolicy::fresh(m.blk.claimed_us, now_us)
+            && (m.blk.stamp == retire || m.e.r.slot.gen().load(Ordering::Acquire) == m.e.r.gen)
+        {
+            m.blk.stamp = retire;
+            return Some(Ok(m.blk.take()));
+        }
+        // expired, or its slot no longer serves the tag: the rest is a gap
+        m.blk.left = 0;
+    }
+    if m.e.r.slot.gen().load(Ordering::Acquire) != m.e.r.gen {
+        return None;
+    }
+    m.blk.stamp = retire;
+    let refill = Refill { blk: &mut m.blk, last_us: &mut m.last_us, now_us };
+    Some(f(m.e.r, &mut m.e.hint, Some(refill)))
 }
 
 /// Keep `hint` for the tag just resolved (after a draw moved to another segment: once per
@@ -261,16 +424,16 @@ pub fn forget(tag: &str) {
 fn resolve_slow(tag: &str) -> Result<(Resolved, Hint)> {
     let cached = {
         let mut c = CACHE.get();
-        c.area_epoch.and_then(|a| c.find_mut(tag).map(|e| (*e, a)))
+        c.area.and_then(|h| c.find_mut(tag).map(|e| (*e, h)))
     };
-    if let Some((e, area_epoch)) = cached {
+    if let Some((e, area)) = cached {
         if e.r.slot.gen().load(Ordering::Acquire) == e.r.gen {
-            if e.allowed(area_epoch) {
+            if e.allowed(&area.acl_epoch) {
                 // not made the `last` one: a call that changes the tag every row (a tag per
                 // tenant, say) would pay for it every row
                 return Ok((e.r, e.hint));
             }
-            return check_and_remember(tag, e.r, area_epoch);
+            return check_and_remember(tag, e.r, area);
         }
         forget(tag);
     }
@@ -290,15 +453,15 @@ fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
         Some(r) => r,
         None => load(h, tag)?,
     };
-    check_and_remember(tag, r, &h.acl_epoch)
+    check_and_remember(tag, r, h)
 }
 
 /// Ask the catalog whether the current user may draw from `tag`, and remember the answer.
 #[cold]
 #[inline(never)]
-fn check_and_remember(tag: &str, r: Resolved, area_epoch: &'static AtomicU64) -> Result<(Resolved, Hint)> {
+fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(Resolved, Hint)> {
     // the stamp before the read: a change that commits meanwhile makes the answer stale
-    let stamp = Stamp::now(area_epoch.load(Ordering::Acquire));
+    let stamp = Stamp::now(area.acl_epoch.load(Ordering::Acquire));
     // a keyed counter is drawn with its tag's privileges
     let owner_tag = shmem::split_name(tag).0;
     if !crate::plumbing::acl::may_draw(owner_tag)? {
@@ -307,10 +470,10 @@ fn check_and_remember(tag: &str, r: Resolved, area_epoch: &'static AtomicU64) ->
     let e = Entry { r, acl: stamp, hint: Hint::default() };
     let mut c = CACHE.get();
     let limit = 4 * shmem::server().map_or(1024, |s| s.max_tags as usize).max(4096);
-    let same_area = c.area_epoch.is_some_and(|a| std::ptr::eq(a, area_epoch));
-    if !same_area || c.map.len() >= limit || c.names.len() >= limit * 16 {
+    let same_area = c.area.is_some_and(|a| std::ptr::eq(a, area));
+    if !same_area || c.entries.len() >= limit || c.names.len() >= limit * 16 {
         c.clear();
-        c.area_epoch = Some(area_epoch);
+        c.area = Some(area);
     }
     c.insert(tag, e);
     c.last = Some((Name::new(tag), e));

@@ -13,6 +13,7 @@ pub static MAX_DATABASES: GucSetting<i32> = GucSetting::<i32>::new(8);
 pub static PREFETCH_THRESHOLD: GucSetting<i32> = GucSetting::<i32>::new(10);
 pub static ADAPTIVE_STEP: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
+pub static BACKEND_BLOCK: GucSetting<i32> = GucSetting::<i32>::new(16);
 pub static STEP_GROW_BELOW: GucSetting<i32> = GucSetting::<i32>::new(15 * 60);
 pub static STEP_SHRINK_ABOVE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60);
 pub static ALLOCATION_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
@@ -90,6 +91,16 @@ pub fn register() {
         c"",
         &ADAPTIVE_STEP,
         GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"seqgen.backend_block",
+        c"Most values of one tag a session takes at once when it draws many tags in turn.",
+        c"A session that draws a tag often, among others, takes up to this many of its values at once (doubling while it keeps drawing) and hands them out within a second; the rest become a gap. 1: every value from the shared segment.",
+        &BACKEND_BLOCK,
+        1,
+        1024,
+        GucContext::Userset,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(

@@ -170,6 +170,9 @@ pub struct Header {
     /// Bumped whenever a commit changes who may draw from a tag of this database (owner,
     /// grants): every backend checks its cached answer again.
     pub acl_epoch: AtomicU64,
+    /// Bumped whenever a slot of this database stops serving its tag (after its generation):
+    /// a backend's block of values claimed under an older value checks its slot again.
+    pub retire_epoch: AtomicU64,
     /// This node's Citus group id (`plumbing::node`), or one of the negative states
     /// [`CITUS_NONE`], [`CITUS_UNKNOWN`], [`CITUS_NOT_MEMBER`]. Written by the allocator.
     pub citus_group: AtomicI64,
@@ -796,6 +799,7 @@ pub fn release_area(h: &'static Header, epoch: u64, unless_held: bool) -> bool {
                 slot.gen().fetch_add(1, Ordering::AcqRel);
                 slot.state.store(SLOT_FREE, Ordering::Release);
             }
+            h.retire_epoch.fetch_add(1, Ordering::AcqRel);
             for e in index(h) {
                 e.store(0, Ordering::Relaxed);
             }
@@ -1067,6 +1071,7 @@ pub fn retire_slot(h: &'static Header, idx: usize) {
         index_remove(h, idx);
     }
     s.gen().fetch_add(1, Ordering::AcqRel);
+    h.retire_epoch.fetch_add(1, Ordering::AcqRel);
     s.state.store(SLOT_FREE, Ordering::Release);
     if was_active {
         s.next_free.store(h.free_head.load(Ordering::Relaxed), Ordering::Relaxed);
