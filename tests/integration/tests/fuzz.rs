@@ -383,6 +383,9 @@ impl Run {
             let mut cl = Client::connect(&ci, NoTls).map_err(|e| format!("session {s} cannot connect: {e}"))?;
             // a backstop only: a call past the bound is a violation long before this
             cl.batch_execute("SET statement_timeout = '20s'").unwrap();
+            // blocks of values per session (draws from many tags in turn): the default, the
+            // most, none, and an odd size
+            cl.batch_execute(&format!("SET seqgen.backend_block = {}", [16, 1024, 1, 3][s % 4])).unwrap();
             self.sessions[s] = Some(cl);
         }
         Ok(self.sessions[s].as_mut().unwrap())
