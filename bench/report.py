@@ -165,18 +165,31 @@ for label, one, spread in [("`SELECT 1`", "select1", "spread_select1"),
           f"{', '.join(f'{p[0]:,.0f}' for p in parts)} | {max(p[2] for p in parts)} |")
 print()
 print("**Many tags in turn**: each call names one of T tags (`seqgen_next('t' || g % T)`), against the floor "
-      "of the same expression (`length('t' || g % T)`), median of 5, in a cluster with `seqgen.max_tags = 131072`:")
+      "of the same expression (`length('t' || g % T)`), median of 5, in a cluster with `seqgen.max_tags = 131072`; "
+      "then the same tags in a scattered order (`'t' || g * 7919 % T`: each call's entry far from the last one's); "
+      "with blocks of values per session (`seqgen.backend_block`, default 16) and without (`= 1`):")
 print()
-print("| T | floor ns per row | `seqgen_next` ns per row | ratio to the floor |")
-print("| ---: | ---: | ---: | ---: |")
-tags = {}
-for line in open(os.path.join(out, "tags.tsv")):
-    q, ms = line.rstrip("\n").split("\t")
-    tags[q] = float(ms) * 1e6 / rows
-for t in (1000, 10000, 100000):
-    fl = next(v for k, v in tags.items() if f"length('t' || (g % {t}))" in k)
-    nx = next(v for k, v in tags.items() if f"seqgen_next('t' || (g % {t}))" in k)
-    print(f"| {t:,} | {fl:.0f} | {nx:.0f} | {nx / fl:.2f}x |")
+print("| T | order | floor ns per row | `seqgen_next` ns per row | ratio to the floor | with `seqgen.backend_block = 1` |")
+print("| ---: | --- | ---: | ---: | ---: | ---: |")
+
+
+def tag_rows(name):
+    rows_of = {}
+    for line in open(os.path.join(out, name)):
+        q, ms = line.rstrip("\n").split("\t")
+        rows_of[q] = float(ms) * 1e6 / rows
+    return rows_of
+
+
+tags, tags1 = tag_rows("tags.tsv"), tag_rows("tags_block1.tsv")
+for t, order, expr in [(1000, "in turn", "(g % 1000)"), (10000, "in turn", "(g % 10000)"),
+                       (100000, "in turn", "(g % 100000)"), (10000, "scattered", "(g::int8 * 7919 % 10000)"),
+                       (100000, "scattered", "(g::int8 * 7919 % 100000)")]:
+    fl = next(v for k, v in tags.items() if f"length('t' || {expr})" in k)
+    nx = next(v for k, v in tags.items() if f"seqgen_next('t' || {expr})" in k)
+    fl1 = next(v for k, v in tags1.items() if f"length('t' || {expr})" in k)
+    nx1 = next(v for k, v in tags1.items() if f"seqgen_next('t' || {expr})" in k)
+    print(f"| {t:,} | {order} | {fl:.0f} | {nx:.0f} | {nx / fl:.2f}x | {nx1 / fl1:.2f}x |")
 versions = {}
 for line in open(os.path.join(out, "versions.tsv")):
     label, q, ms = line.rstrip("\n").split("\t")

@@ -74,8 +74,10 @@ done
 say "single session, $ROWS rows per query, median of 5 interleaved rounds"
 psql_at "$DIR" "$PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/single.sql" > "$OUT/single.tsv"
 
-say "many tags in turn: seqgen_next('t' || g % T) against length('t' || g % T), T = 1,000, 10,000, 100,000"
+say "many tags in turn (and scattered): seqgen_next('t' || g % T) against length('t' || g % T), T = 1,000, 10,000, 100,000"
 psql_at "$TAGS_DIR" "$TAGS_PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/tags.sql" > "$OUT/tags.tsv"
+say "the same without blocks of values per session (seqgen.backend_block = 1)"
+psql_at "$TAGS_DIR" "$TAGS_PORT" -At -F $'\t' -v rows="$ROWS" -c "SET seqgen.backend_block = 1" -f "$BENCH_DIR/tags.sql" > "$OUT/tags_block1.tsv"
 
 say "the privilege check: seqgen_next('b') per row in this version and in 0.3.0, 5 alternating rounds"
 : > "$OUT/versions.tsv"
