@@ -138,8 +138,9 @@ impl BlockPolicy {
     }
 
     /// May a block claimed at statement time `claimed_us` still be handed out at `now_us`?
+    /// (Not when the clock stepped back since: its age is unknown.)
     pub fn fresh(claimed_us: i64, now_us: i64) -> bool {
-        now_us.saturating_sub(claimed_us) < BLOCK_LIFETIME_US
+        now_us >= claimed_us && now_us.saturating_sub(claimed_us) < BLOCK_LIFETIME_US
     }
 }
 
@@ -161,6 +162,7 @@ mod tests {
         assert!(BlockPolicy::fresh(0, BLOCK_LIFETIME_US - 1));
         assert!(!BlockPolicy::fresh(0, BLOCK_LIFETIME_US));
         assert!(!BlockPolicy::fresh(i64::MIN, i64::MAX));
+        assert!(!BlockPolicy::fresh(10, 9), "a clock stepped back");
     }
 
     use super::*;

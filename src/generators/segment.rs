@@ -315,6 +315,8 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
         return Err(SeqgenError::InvalidArgument(format!("n must be between 1 and {}, got {n}", guc::MAX_BATCH)));
     }
     let mut r = resolve(tag)?;
+    // this session's values of the tag keep increasing: a block kept ahead is a gap now
+    directory::drop_block(tag);
     let mut out = vec![];
     let mut left = n as u64;
     let mut tries = 0;

@@ -240,8 +240,10 @@ struct Cache {
     map: HashTable<u32>,
     /// The entries, in the order the tags were first resolved: 4 bytes an index keep the table
     /// in the CPU's second-level cache with 100,000 tags, and tags drawn in a repeating order
-    /// read their entries in order (which the CPU prefetches). An entry removed stays, unused.
+    /// read their entries in order (which the CPU prefetches).
     entries: Vec<Mapped>,
+    /// Entries removed (a tag forgotten), reused by the next tags cached.
+    free: Vec<u32>,
     /// The names of `map`'s entries.
     names: Vec<u8>,
 }
@@ -286,7 +288,10 @@ impl Cache {
             same_bytes(Cache::name_of(names, &entries[i as usize]), tag.as_bytes())
         });
         if let Ok(o) = found {
-            o.remove();
+            let (at, _) = o.remove();
+            // its block, if any, is a gap
+            self.entries[at as usize].blk = Block::default();
+            self.free.push(at);
         }
     }
 
@@ -305,8 +310,17 @@ impl Cache {
             self.names.push(tag.len() as u8);
             self.names.extend_from_slice(tag.as_bytes());
         }
-        let at = self.entries.len() as u32;
-        self.entries.push(Mapped { name, blk: Block::default(), e, last_us: 0 });
+        let m = Mapped { name, blk: Block::default(), e, last_us: 0 };
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.entries[at as usize] = m;
+                at
+            }
+            None => {
+                self.entries.push(m);
+                self.entries.len() as u32 - 1
+            }
+        };
         let (names, entries) = (&self.names, &self.entries);
         self.map.insert_unique(hash_of(tag.as_bytes()), at, |&i| hash_of(Cache::name_of(names, &entries[i as usize])));
     }
@@ -315,6 +329,7 @@ impl Cache {
         self.last = None;
         self.map.clear();
         self.entries.clear();
+        self.free.clear();
         self.names.clear();
     }
 }
@@ -395,6 +410,15 @@ pub fn with_cached<E>(
     Some(f(m.e.r, &mut m.e.hint, Some(refill)))
 }
 
+/// Drop this backend's block of `tag`, if it has one (its values become a gap): a caller about
+/// to draw from the shared segment another way (`seqgen_next_batch`) would otherwise hand out
+/// values above the block's, and the block's after them.
+pub fn drop_block(tag: &str) {
+    if let Some(m) = CACHE.get().find_mapped(tag) {
+        m.blk.left = 0;
+    }
+}
+
 /// Keep `hint` for the tag just resolved (after a draw moved to another segment: once per
 /// segment, not per draw).
 #[cold]
@@ -471,7 +495,7 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
     let mut c = CACHE.get();
     let limit = 4 * shmem::server().map_or(1024, |s| s.max_tags as usize).max(4096);
     let same_area = c.area.is_some_and(|a| std::ptr::eq(a, area));
-    if !same_area || c.entries.len() >= limit || c.names.len() >= limit * 16 {
+    if !same_area || c.map.len() >= limit || c.names.len() >= limit * 16 {
         c.clear();
         c.area = Some(area);
     }
@@ -561,7 +585,7 @@ pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenErro
         code::EXHAUSTED => SeqgenError::Exhausted(tag.to_string()),
         code::LOCKED => SeqgenError::RowLocked(tag.to_string()),
         code::CATALOG_MISSING => SeqgenError::CatalogMissing(current_database()),
-        code::NO_TEMPLATE => SeqgenError::NoTemplate(tag.to_string()),
+        code::NO_TEMPLATE => SeqgenError::NoTemplate(shmem::split_name(tag).0.to_string()),
         code::NEEDS_UPDATE => SeqgenError::NeedsUpdate(detail),
         code::GAPLESS => SeqgenError::Gapless(shmem::split_name(tag).0.to_string()),
         code::KEYED_OPAQUE => SeqgenError::Unsupported(format!(
@@ -620,7 +644,7 @@ pub fn load_template(tag: &str, r: Resolved) -> Result<bool> {
     match reply.code {
         code::OK => Ok(true),
         code::STALE => Ok(false),
-        code::NO_TEMPLATE => Err(SeqgenError::NoTemplate(tag.to_string())),
+        code::NO_TEMPLATE => Err(SeqgenError::NoTemplate(shmem::split_name(tag).0.to_string())),
         c => Err(error_for(c, tag, reply.detail, reply.len as i32)),
     }
 }

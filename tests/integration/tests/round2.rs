@@ -513,8 +513,8 @@ fn admin_calls_wait_no_longer_than_the_timeout() {
 
 /// Item 7, the cost of many tags: a session drawing many tags in turn takes blocks of each
 /// (`seqgen.backend_block`) and hands them out without touching shared memory. Four sessions
-/// draw 24 tags in turn while a fifth restarts tags under them: no value repeats, each
-/// session's values of a tag increase, and every draw
+/// draw 24 tags in turn (and now and then a batch of one) while a fifth restarts tags under
+/// them: no value repeats, each session's values of a tag increase, and every draw
 /// of a statement that started after a restart committed is at or above its `start_with`
 /// (a block claimed before the restart is never handed out after it).
 #[test]
@@ -546,10 +546,17 @@ fn blocks_of_many_tags_never_outlive_a_restart() {
             restarts
         })
     };
-    let draws = on_threads(4, move |_| {
+    let draws = on_threads(4, move |s| {
         let mut cl = Client::connect(&ci, NoTls).unwrap();
         let mut got: Vec<(String, i64, Duration)> = vec![];
-        for _ in 0..1500 {
+        for i in 0..1500 {
+            if i % 10 == 5 {
+                // a batch of a tag the session holds a block of: above everything before it
+                let tag = format!("b{}", (i + s) % 24);
+                let started = t0.elapsed();
+                let rows = cl.query("SELECT seqgen_next_batch($1, 3)", &[&tag]).unwrap();
+                got.extend(rows.iter().map(|r| (tag.clone(), r.get::<_, i64>(0), started)));
+            }
             let started = t0.elapsed();
             let rows = cl
                 .query(
