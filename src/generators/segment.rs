@@ -343,6 +343,14 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
             }
             Claim::Exhausted { epoch } => {
                 if !r.slot.seg.switch_from(epoch) {
+                    if left <= r.slot.cur_step.load(Ordering::Relaxed).max(1) as u64 {
+                        // no more than a segment left: wait for the next one (being reserved,
+                        // or asked for now), as a draw would; a reservation of its own would
+                        // sit above it, and the session's next draws would then go down
+                        r = wait_for_segment(tag, r, epoch)?;
+                        tries += 1;
+                        continue;
+                    }
                     // the dedicated reservation below serves the rest (a segment asked for
                     // now would take values from it near the end of the range)
                     break;

@@ -48,10 +48,9 @@ pub struct Resolved {
 }
 
 /// A tag this backend resolved, and whether the current user may draw from it (`acl`: the
-/// stamp under which drawing was allowed; see `acl.rs`). `acl` first: in [`Mapped`] it shares
-/// the first cache line with the name and the block.
+/// stamp under which drawing was allowed; see `acl.rs`). (A map entry keeps `acl` in its
+/// [`Mapped`] half and the rest in its [`Cold`] half.)
 #[derive(Clone, Copy)]
-#[repr(C)]
 struct Entry {
     acl: Stamp,
     r: Resolved,
@@ -135,16 +134,24 @@ impl Refill<'_> {
     }
 }
 
-/// An entry of [`Cache::map`], laid out so that a draw from its block reads one cache line:
-/// the name (inline up to 15 bytes, else in `Cache::names`), the block and the privilege
-/// stamp; the resolution and the segment hint follow.
+/// The part of an entry of [`Cache::map`] a draw from its block reads: one cache line (the
+/// name, inline up to 15 bytes, else in `Cache::names`; the block; the privilege stamp). 64
+/// bytes: 10,000 tags take 640 kB, which stays in the CPU's second-level cache. The rest of
+/// the entry is its [`Cold`] part, at the same index.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Mapped {
     name: Short,
     blk: Block,
-    e: Entry,
-    /// When the last block was claimed (statement start, microseconds; 0: never).
+    acl: Stamp,
+}
+
+/// The rest of a map entry: the resolution and the segment hint (read when the block is empty),
+/// and when the last block was claimed (statement start, microseconds; 0: never).
+#[derive(Clone, Copy)]
+struct Cold {
+    r: Resolved,
+    hint: Hint,
     last_us: i64,
 }
 
@@ -242,6 +249,8 @@ struct Cache {
     /// in the CPU's second-level cache with 100,000 tags, and tags drawn in a repeating order
     /// read their entries in order (which the CPU prefetches).
     entries: Vec<Mapped>,
+    /// The other half of each entry, at the same index.
+    colds: Vec<Cold>,
     /// Entries removed (a tag forgotten), reused by the next tags cached.
     free: Vec<u32>,
     /// The names of `map`'s entries.
@@ -268,18 +277,21 @@ impl Cache {
         }
     }
 
+    /// The index of `tag`'s entry.
     #[inline]
-    fn find_mapped(&mut self, tag: &str) -> Option<&mut Mapped> {
+    fn find_at(&self, tag: &str) -> Option<usize> {
         let (names, entries) = (&self.names, &self.entries);
         let at = *self.map.find(hash_of(tag.as_bytes()), |&i| {
             same_bytes(Cache::name_of(names, &entries[i as usize]), tag.as_bytes())
         })?;
-        self.entries.get_mut(at as usize)
+        Some(at as usize)
     }
 
-    #[inline]
-    fn find_mut(&mut self, tag: &str) -> Option<&mut Entry> {
-        self.find_mapped(tag).map(|m| &mut m.e)
+    /// `tag`'s entry, as the last tag's is kept.
+    fn find_entry(&self, tag: &str) -> Option<Entry> {
+        let at = self.find_at(tag)?;
+        let c = &self.colds[at];
+        Some(Entry { acl: self.entries[at].acl, r: c.r, hint: c.hint })
     }
 
     fn remove(&mut self, tag: &str) {
@@ -297,8 +309,11 @@ impl Cache {
 
     /// Cache `e` for `tag` (a block kept for an earlier resolution becomes a gap).
     fn insert(&mut self, tag: &str, e: Entry) {
-        if let Some(old) = self.find_mapped(tag) {
-            *old = Mapped { name: old.name, blk: Block::default(), e, last_us: 0 };
+        let cold = Cold { r: e.r, hint: e.hint, last_us: 0 };
+        if let Some(at) = self.find_at(tag) {
+            let old = &mut self.entries[at];
+            *old = Mapped { name: old.name, blk: Block::default(), acl: e.acl };
+            self.colds[at] = cold;
             return;
         }
         let mut name = Short { len: tag.len() as u8, bytes: [0; SHORT_MAX] };
@@ -310,14 +325,16 @@ impl Cache {
             self.names.push(tag.len() as u8);
             self.names.extend_from_slice(tag.as_bytes());
         }
-        let m = Mapped { name, blk: Block::default(), e, last_us: 0 };
+        let m = Mapped { name, blk: Block::default(), acl: e.acl };
         let at = match self.free.pop() {
             Some(at) => {
                 self.entries[at as usize] = m;
+                self.colds[at as usize] = cold;
                 at
             }
             None => {
                 self.entries.push(m);
+                self.colds.push(cold);
                 self.entries.len() as u32 - 1
             }
         };
@@ -329,6 +346,7 @@ impl Cache {
         self.last = None;
         self.map.clear();
         self.entries.clear();
+        self.colds.clear();
         self.free.clear();
         self.names.clear();
     }
@@ -384,8 +402,9 @@ pub fn with_cached<E>(
         }
     }
     let retire_epoch = &area.retire_epoch;
-    let m = c.find_mapped(tag)?;
-    if !m.e.allowed(area_epoch) {
+    let at = c.find_at(tag)?;
+    let m = &mut c.entries[at];
+    if m.acl != Stamp::now(area_epoch.load(Ordering::Acquire)) {
         return None;
     }
     // loaded before the generation is checked and before a claim: a retirement after this
@@ -394,7 +413,7 @@ pub fn with_cached<E>(
     let now_us = statement_us();
     if m.blk.left > 0 {
         if seqgen_core::adaptive::BlockPolicy::fresh(m.blk.claimed_us, now_us)
-            && (m.blk.stamp == retire || m.e.r.slot.gen().load(Ordering::Acquire) == m.e.r.gen)
+            && (m.blk.stamp == retire || c.colds[at].r.slot.gen().load(Ordering::Acquire) == c.colds[at].r.gen)
         {
             m.blk.stamp = retire;
             return Some(Ok(m.blk.take()));
@@ -402,20 +421,22 @@ pub fn with_cached<E>(
         // expired, or its slot no longer serves the tag: the rest is a gap
         m.blk.left = 0;
     }
-    if m.e.r.slot.gen().load(Ordering::Acquire) != m.e.r.gen {
+    let cold = &mut c.colds[at];
+    if cold.r.slot.gen().load(Ordering::Acquire) != cold.r.gen {
         return None;
     }
     m.blk.stamp = retire;
-    let refill = Refill { blk: &mut m.blk, last_us: &mut m.last_us, now_us };
-    Some(f(m.e.r, &mut m.e.hint, Some(refill)))
+    let refill = Refill { blk: &mut m.blk, last_us: &mut cold.last_us, now_us };
+    Some(f(cold.r, &mut cold.hint, Some(refill)))
 }
 
 /// Drop this backend's block of `tag`, if it has one (its values become a gap): a caller about
 /// to draw from the shared segment another way (`seqgen_next_batch`) would otherwise hand out
 /// values above the block's, and the block's after them.
 pub fn drop_block(tag: &str) {
-    if let Some(m) = CACHE.get().find_mapped(tag) {
-        m.blk.left = 0;
+    let mut c = CACHE.get();
+    if let Some(at) = c.find_at(tag) {
+        c.entries[at].blk.left = 0;
     }
 }
 
@@ -429,7 +450,8 @@ pub fn remember_hint(tag: &str, r: Resolved, hint: Hint) {
             e.hint = hint;
         }
     }
-    if let Some(e) = c.find_mut(tag) {
+    if let Some(at) = c.find_at(tag) {
+        let e = &mut c.colds[at];
         if e.r.gen == r.gen && std::ptr::eq(e.r.slot, r.slot) {
             e.hint = hint;
         }
@@ -447,8 +469,8 @@ pub fn forget(tag: &str) {
 
 fn resolve_slow(tag: &str) -> Result<(Resolved, Hint)> {
     let cached = {
-        let mut c = CACHE.get();
-        c.area.and_then(|h| c.find_mut(tag).map(|e| (*e, h)))
+        let c = CACHE.get();
+        c.area.and_then(|h| c.find_entry(tag).map(|e| (e, h)))
     };
     if let Some((e, area)) = cached {
         if e.r.slot.gen().load(Ordering::Acquire) == e.r.gen {

@@ -17,7 +17,8 @@
 //!
 //! After every step it checks: no value or text returned by any call (committed or rolled
 //! back) was returned before (per tag incarnation and database; snowflakes and UUIDv7s
-//! server-wide); every call answered within `seqgen.allocation_timeout` + 1 s with a value or
+//! server-wide); each session's values of a tag (and of each key) increase, unless the tag
+//! was made opaque; every call answered within `seqgen.allocation_timeout` + 1 s with a value or
 //! a documented SQLSTATE (never XX000, never a lost connection, no crash in the server log);
 //! the committed gapless numbers of every key are exactly 1..N; and after a heal, every tag,
 //! snowflakes, UUIDv7s and gapless numbers can be drawn within 2 s.
@@ -104,6 +105,9 @@ enum Draw {
         at_commit: bool,
     },
 }
+
+/// A tag incarnation of a database: (database, tag, incarnation).
+type TagKey = (usize, usize, u32);
 
 #[derive(Debug, Clone, PartialEq)]
 enum Admin {
@@ -290,6 +294,12 @@ struct Run {
     exists: HashSet<(usize, usize)>,
     templated: HashSet<(usize, usize)>,
     ids: HashMap<(usize, usize, u32), HashSet<i64>>,
+    /// Per session, tag incarnation (and key, `usize::MAX` for the tag's own counter): the last
+    /// value the session drew. A session's values of a tag increase (blocks of values per
+    /// session included), except for tags made opaque (or possibly so, by a configuration
+    /// applied from the other database): those are in `unordered`.
+    last_drawn: HashMap<(usize, TagKey, usize), i64>,
+    unordered: HashSet<(usize, usize, u32)>,
     texts: HashMap<(usize, usize, u32), HashSet<String>>,
     flakes: HashSet<i64>,
     flakes53: HashSet<i64>,
@@ -358,6 +368,8 @@ impl Run {
             prepared: vec![],
             gid: 0,
             incarnation: HashMap::new(),
+            last_drawn: HashMap::new(),
+            unordered: HashSet::new(),
             exists: HashSet::new(),
             templated: HashSet::new(),
             ids: HashMap::new(),
@@ -520,21 +532,26 @@ impl Run {
             let fresh = match d {
                 Draw::Next(t) | Draw::Batch(t, _) => {
                     let key = self.tag_key(db, *t);
-                    self.ids.entry(key).or_default().insert(v.parse().map_err(|_| format!("not a bigint: {v}"))?)
+                    let id = v.parse().map_err(|_| format!("not a bigint: {v}"))?;
+                    self.in_order(s, key, usize::MAX, id)?;
+                    self.ids.entry(key).or_default().insert(id)
                 }
                 Draw::InTurn(_) => {
                     let parsed =
                         v.split_once(':').and_then(|(t, id)| Some((t.parse::<usize>().ok()?, id.parse::<i64>().ok()?)));
                     let (t, id) = parsed.ok_or_else(|| format!("not a tag index and a bigint: {v}"))?;
                     let key = self.tag_key(db, t);
+                    self.in_order(s, key, usize::MAX, id)?;
                     self.ids.entry(key).or_default().insert(id)
                 }
                 Draw::Keyed(t, _) => {
                     let parsed =
                         v.split_once(':').and_then(|(k, id)| Some((k.parse::<usize>().ok()?, id.parse::<i64>().ok()?)));
                     let (k, id) = parsed.ok_or_else(|| format!("not a key index and a bigint: {v}"))?;
+                    let key = self.tag_key(db, *t);
+                    self.in_order(s, key, k, id)?;
                     // each key of a tag incarnation counts on its own
-                    let (db, t, inc) = self.tag_key(db, *t);
+                    let (db, t, inc) = key;
                     self.ids.entry((db, KEYED + t * 3 + k, inc)).or_default().insert(id)
                 }
                 // a key's numbers render the key: one ledger of texts per tag incarnation
@@ -618,6 +635,19 @@ impl Run {
             Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),
         };
         let committed_shape = matches!(shape, Shape::Auto | Shape::Commit | Shape::PrepareCommit | Shape::PrepareLeave);
+        // opaque IDs are permuted: not in order (marked whatever the outcome, which a
+        // prepared transaction may decide later)
+        match a {
+            Admin::Opaque(t) => {
+                self.unordered.insert(self.tag_key(db, *t));
+            }
+            Admin::Apply(1, _) => {
+                for t in 0..TAGS.len() {
+                    self.unordered.insert(self.tag_key(db, t));
+                }
+            }
+            _ => {}
+        }
         let (rows, ended) = self.run_shaped(s, &sql, shape)?;
         // what a document changed, as the calls it stands for
         let applied: Vec<Admin> = match (a, &rows) {
@@ -658,6 +688,17 @@ impl Run {
             Ok(_) => "ok".into(),
             Err(e) => e,
         })
+    }
+
+    /// Is `id` above the value session `s` drew last of tag incarnation `key` (and `k`)?
+    fn in_order(&mut self, s: usize, key: TagKey, k: usize, id: i64) -> Result<(), String> {
+        if self.unordered.contains(&key) {
+            return Ok(());
+        }
+        match self.last_drawn.insert((s, key, k), id) {
+            Some(before) if before >= id => Err(format!("session {s} drew {id} of tag {} after {before}", TAGS[key.1])),
+            _ => Ok(()),
+        }
     }
 
     fn dropped(&mut self, db: usize, t: usize) {

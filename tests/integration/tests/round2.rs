@@ -514,7 +514,8 @@ fn admin_calls_wait_no_longer_than_the_timeout() {
 /// Item 7, the cost of many tags: a session drawing many tags in turn takes blocks of each
 /// (`seqgen.backend_block`) and hands them out without touching shared memory. Four sessions
 /// draw 24 tags in turn (and now and then a batch of one) while a fifth restarts tags under
-/// them: no value repeats, each session's values of a tag increase, and every draw
+/// them: no value repeats, each session's values of a tag increase (a batch of at most a
+/// segment waits for the next segment rather than reserving above it), and every draw
 /// of a statement that started after a restart committed is at or above its `start_with`
 /// (a block claimed before the restart is never handed out after it).
 #[test]
@@ -577,7 +578,16 @@ fn blocks_of_many_tags_never_outlive_a_restart() {
         for (tag, v, started) in session {
             total += 1;
             per_tag.entry(tag).or_default().add([*v]);
-            if last.insert(tag, *v).is_some_and(|before| before >= *v) {
+            if let Some(before) = last.insert(tag, *v).filter(|before| *before >= *v) {
+                if backwards < 3 {
+                    // the session's draws of the tag in its last statements, value@statement start
+                    let hist: Vec<String> = session
+                        .iter()
+                        .filter(|(t, _, st)| t == tag && *st + Duration::from_millis(5) >= *started && *st <= *started)
+                        .map(|(_, v, st)| format!("{v}@{}", st.as_micros()))
+                        .collect();
+                    println!("backwards: tag {tag}: {v} after {before}; history {hist:?}");
+                }
                 backwards += 1;
             }
             // the latest restart of the tag that had committed before the statement started
