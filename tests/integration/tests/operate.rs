@@ -85,7 +85,9 @@ fn alter_under_load_changes_the_step_and_repeats_nothing() {
     println!("max_id moves after seqgen_alter: {moves:?}");
     assert!(errors.is_empty(), "errors: {:?}", &errors[..errors.len().min(5)]);
     // the first move may be a reservation that was already under way; the later ones use 5000
-    assert!(moves.len() == 3 && moves[1..].iter().all(|&m| m == 5000), "max_id moves {moves:?}");
+    // (several segments may be reserved between two reads of a busy machine: a multiple of it;
+    // with the old step of 100 most moves would not be)
+    assert!(moves.len() == 3 && moves[1..].iter().all(|&m| m > 0 && m % 5000 == 0), "max_id moves {moves:?}");
     assert_unique("seqgen_alter under load", &all);
 }
 
