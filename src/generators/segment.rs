@@ -62,27 +62,15 @@ pub fn with_key_name<R>(tag: &str, key: &str, f: impl FnOnce(&str) -> Result<R>)
 #[inline]
 pub fn next(tag: &str) -> Result<i64> {
     // steady state: a plain value from the current segment, drawn on the cache entry in place
-    let fast = directory::with_cached(tag, |r, hint, refill| {
-        if let Some(mut refill) = refill {
-            let size = refill.size();
-            if size > 1 && hint.period() == Some(0) {
-                if let Some(claimed) = claim_block(r, &mut refill, size) {
-                    return claimed.map_err(|()| (r, *hint, Draw::Lost));
-                }
+    // (or, for a tag drawn from the map, from its block of values)
+    let fast = directory::with_cached(tag, draw_plain, |r, hint, mut refill| {
+        let size = refill.size();
+        if size > 1 && hint.period() == Some(0) {
+            if let Some(claimed) = claim_block(r, &mut refill, size) {
+                return claimed.map_err(|()| (r, *hint, Draw::Lost));
             }
         }
-        let d = r.slot.seg.draw_hinted(hint);
-        // the hint is kept where it is (a new segment read into it needs no remembering)
-        hint.refreshed = false;
-        if let Draw::Value { value, prefetch, period: 0, .. } = d {
-            if r.slot.gen().load(Ordering::Acquire) == r.gen {
-                if prefetch {
-                    request_segment(r.slot);
-                }
-                return Ok(value);
-            }
-        }
-        Err((r, *hint, d))
+        draw_plain(r, hint)
     });
     match fast {
         Some(Ok(value)) => Ok(value),
@@ -94,11 +82,29 @@ pub fn next(tag: &str) -> Result<i64> {
     }
 }
 
+/// One draw from the current segment on a cache entry: a plain value, or what the draw gave
+/// for [`next_from`] to finish.
+#[inline(always)]
+fn draw_plain(r: Resolved, hint: &mut Hint) -> std::result::Result<i64, (Resolved, Hint, Draw)> {
+    let d = r.slot.seg.draw_hinted(hint);
+    // the hint is kept where it is (a new segment read into it needs no remembering)
+    hint.refreshed = false;
+    if let Draw::Value { value, prefetch, period: 0, .. } = d {
+        if r.slot.gen().load(Ordering::Acquire) == r.gen {
+            if prefetch {
+                request_segment(r.slot);
+            }
+            return Ok(value);
+        }
+    }
+    Err((r, *hint, d))
+}
+
 /// Claim `size` plain values of `r`'s current segment for this backend: the first is returned,
 /// the rest kept in the cache entry's block. `None` when the segment cannot give a range
 /// (used up, or moved on: draw as usual); `Err` when the slot stopped serving the tag meanwhile
 /// (the claimed values are a gap).
-#[inline]
+#[inline(never)]
 fn claim_block(r: Resolved, refill: &mut directory::Refill<'_>, size: u32) -> Option<std::result::Result<i64, ()>> {
     match r.slot.seg.claim_range(size as u64) {
         Claim::Range { start, len, period } => {

@@ -14,6 +14,7 @@
 //! memberships change (a syscache callback): the check costs a comparison per call.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -62,6 +63,13 @@ impl Stamp {
         // SAFETY: a plain read of backend state, valid in any backend once it has started
         let user = unsafe { unguarded::GetUserId() };
         Stamp { user, epoch: area_epoch.wrapping_add(MEMBERSHIPS.0.get() << 40) }
+    }
+
+    /// Is this stamp (taken when a privilege answer was cached) still the stamp now? `area_epoch`:
+    /// the `acl_epoch` of the database's area.
+    #[inline(always)]
+    pub fn is_current(self, area_epoch: &AtomicU64) -> bool {
+        self == Stamp::now(area_epoch.load(Ordering::Acquire))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Backend side of the tag directory: resolving a tag to its shared-memory slot, asking the
 //! worker to load tags and reserve ranges, and retiring the slot of a deleted tag.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pgrx::pg_sys;
@@ -57,14 +57,6 @@ struct Entry {
     /// The segment this backend last drew from (see `SegmentBuffer::draw_hinted`); it belongs
     /// to the slot's generation in `r`, like everything else here.
     hint: Hint,
-}
-
-impl Entry {
-    /// Is the privilege stamp current? `area_epoch`: the `acl_epoch` of this database's area.
-    #[inline(always)]
-    fn allowed(&self, area_epoch: &AtomicU64) -> bool {
-        self.acl == Stamp::now(area_epoch.load(Ordering::Acquire))
-    }
 }
 
 /// Values of a tag this backend claimed from the shared segment at once, to hand out itself
@@ -366,7 +358,7 @@ pub fn resolve(tag: &str) -> Result<Resolved> {
 #[inline]
 pub fn resolve_hinted(tag: &str) -> Result<(Resolved, Hint)> {
     let hit = match &*CACHE.get() {
-        Cache { last: Some((name, e)), area: Some(h), .. } if name.is(tag) && e.allowed(&h.acl_epoch) => {
+        Cache { last: Some((name, e)), area: Some(h), .. } if name.is(tag) && e.acl.is_current(&h.acl_epoch) => {
             Some((e.r, e.hint))
         }
         _ => None,
@@ -377,43 +369,56 @@ pub fn resolve_hinted(tag: &str) -> Result<(Resolved, Hint)> {
     }
 }
 
-/// The hot path of a draw: `f` runs on this backend's cache entry of `tag` in place (its
-/// resolution and the segment hint it may update), if the tag is cached, its slot still has
-/// the entry's generation and the current user may draw from it. `None` otherwise: then
-/// [`resolve_hinted`]. `f` must not call back into the directory.
+/// The hot path of a draw: `last` runs on this backend's cache entry of `tag` in place (its
+/// resolution and the segment hint it may update) when `tag` is the last tag resolved and the
+/// current user may still draw from it. Otherwise the tag's entry in the map is tried (see
+/// [`with_mapped`]), and `mapped` runs on it. `None` when neither serves: then
+/// [`resolve_hinted`]. Neither closure may call back into the directory.
 ///
-/// A tag drawn from the map (not the last tag resolved: many tags in turn) may have a block of
-/// values this backend claimed: the next one is returned without touching shared memory while
-/// no slot of the area was retired since the claim (else its slot's generation is checked),
-/// and the statement started within a second of the claim (else the rest is a gap). Without
-/// one, `f` gets a [`Refill`] to claim the next block with.
+/// The last tag's path is all that is inlined into a draw: one tag per row costs a string
+/// comparison and a stamp comparison before the draw, and no block code.
 #[inline]
 pub fn with_cached<E>(
     tag: &str,
-    f: impl FnOnce(Resolved, &mut Hint, Option<Refill<'_>>) -> std::result::Result<i64, E>,
+    last: impl FnOnce(Resolved, &mut Hint) -> std::result::Result<i64, E>,
+    mapped: impl FnOnce(Resolved, &mut Hint, Refill<'_>) -> std::result::Result<i64, E>,
 ) -> Option<std::result::Result<i64, E>> {
     let mut c = CACHE.get();
     let c = &mut *c;
     let area = c.area?;
-    let area_epoch = &area.acl_epoch;
     if let Some((name, e)) = &mut c.last {
-        if name.is(tag) && e.allowed(area_epoch) {
-            return Some(f(e.r, &mut e.hint, None));
+        if name.is(tag) && e.acl.is_current(&area.acl_epoch) {
+            return Some(last(e.r, &mut e.hint));
         }
     }
-    let retire_epoch = &area.retire_epoch;
+    with_mapped(c, area, tag, mapped)
+}
+
+/// The map's half of [`with_cached`] (many tags in turn). A tag drawn from the map may have a
+/// block of values this backend claimed: the next one is returned without touching shared
+/// memory while no slot of the area was retired since the claim (else its slot's generation
+/// is checked), and the statement started within a second of the claim (else the rest is a
+/// gap). Without one, `f` gets a [`Refill`] to claim the next block with.
+#[inline(never)]
+fn with_mapped<E>(
+    c: &mut Cache,
+    area: &'static Header,
+    tag: &str,
+    f: impl FnOnce(Resolved, &mut Hint, Refill<'_>) -> std::result::Result<i64, E>,
+) -> Option<std::result::Result<i64, E>> {
     let at = c.find_at(tag)?;
     let m = &mut c.entries[at];
-    if m.acl != Stamp::now(area_epoch.load(Ordering::Acquire)) {
+    if !m.acl.is_current(&area.acl_epoch) {
         return None;
     }
     // loaded before the generation is checked and before a claim: a retirement after this
     // load is seen by the next draw
-    let retire = retire_epoch.load(Ordering::Acquire);
+    let retire = area.retire_epoch.load(Ordering::Acquire);
     let now_us = statement_us();
+    let cold = &mut c.colds[at];
     if m.blk.left > 0 {
         if seqgen_core::adaptive::BlockPolicy::fresh(m.blk.claimed_us, now_us)
-            && (m.blk.stamp == retire || c.colds[at].r.slot.gen().load(Ordering::Acquire) == c.colds[at].r.gen)
+            && (m.blk.stamp == retire || cold.r.slot.gen().load(Ordering::Acquire) == cold.r.gen)
         {
             m.blk.stamp = retire;
             return Some(Ok(m.blk.take()));
@@ -421,13 +426,12 @@ pub fn with_cached<E>(
         // expired, or its slot no longer serves the tag: the rest is a gap
         m.blk.left = 0;
     }
-    let cold = &mut c.colds[at];
     if cold.r.slot.gen().load(Ordering::Acquire) != cold.r.gen {
         return None;
     }
     m.blk.stamp = retire;
     let refill = Refill { blk: &mut m.blk, last_us: &mut cold.last_us, now_us };
-    Some(f(cold.r, &mut cold.hint, Some(refill)))
+    Some(f(cold.r, &mut cold.hint, refill))
 }
 
 /// Drop this backend's block of `tag`, if it has one (its values become a gap): a caller about
@@ -474,7 +478,7 @@ fn resolve_slow(tag: &str) -> Result<(Resolved, Hint)> {
     };
     if let Some((e, area)) = cached {
         if e.r.slot.gen().load(Ordering::Acquire) == e.r.gen {
-            if e.allowed(&area.acl_epoch) {
+            if e.acl.is_current(&area.acl_epoch) {
                 // not made the `last` one: a call that changes the tag every row (a tag per
                 // tenant, say) would pay for it every row
                 return Ok((e.r, e.hint));
