@@ -364,10 +364,20 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
                 tries += 1;
             }
             Claim::Lost => {
+                // another backend's claim won the segment's cursor first: not a try (it made
+                // progress, and the segment runs out soon enough); interrupts are checked
                 r = after_lost(tag, r)?;
-                tries += 1;
             }
         }
+    }
+    if left > 0 && left <= r.slot.cur_step.load(Ordering::Relaxed).max(1) as u64 {
+        // the tries are used up with no more than a segment left: drawn one by one, as any
+        // call would (a reservation of its own would sit above the next segment, and this
+        // session's next draws would then go down)
+        for _ in 0..left {
+            out.push((next(tag)?, 1, Presenter::PLAIN));
+        }
+        left = 0;
     }
     while left > 0 {
         let reserved = match directory::reserve_range(tag, r, left as i64) {
