@@ -370,6 +370,11 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
             }
         }
     }
+    if left > 0 && r.slot.gen().load(Ordering::Acquire) != r.gen {
+        // the slot was retired (and maybe reused) since the last claim: its step is another's
+        forget(tag);
+        r = resolve(tag)?;
+    }
     if left > 0 && left <= r.slot.cur_step.load(Ordering::Relaxed).max(1) as u64 {
         // the tries are used up with no more than a segment left: drawn one by one, as any
         // call would (a reservation of its own would sit above the next segment, and this
