@@ -40,6 +40,11 @@ V03_PORT=$((PORT + 2))
 # many tags in turn: a cluster with room for 100,000 tags in shared memory (one database)
 TAGS_DIR=/tmp/pg_seqgen_bench_tags
 TAGS_PORT=$((PORT + 3))
+# this version's twin of the 0.3.0 cluster: the same configuration and setup, and a private
+# copy of PostgreSQL like 0.3.0's (a cluster run from the system's binaries measured its floor,
+# abs(g), 2% apart from the copy's, which is as large as what is measured)
+V_DIR=/tmp/pg_seqgen_bench_this
+V_PORT=$((PORT + 4))
 
 say "starting a throwaway cluster in $DIR"
 cluster_init "$DIR" "$PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min"
@@ -54,11 +59,16 @@ V03_TREE=/tmp/pg_seqgen_bench_v03_tree
 make_pg_tree "$V03_TREE" "$V03_PKG"
 cluster_init "$V03_DIR" "$V03_PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min"
 cluster_start "$V03_DIR" "$V03_TREE$PG_BIN"
+V_TREE=/tmp/pg_seqgen_bench_this_tree
+# this version's files are the installed ones
+make_pg_tree "$V_TREE" ""
+cluster_init "$V_DIR" "$V_PORT" "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min"
+cluster_start "$V_DIR" "$V_TREE$PG_BIN"
 cluster_init "$TAGS_DIR" "$TAGS_PORT" "shared_buffers = 256MB" "seqgen.max_databases = 1" "seqgen.max_tags = 131072"
 cluster_start "$TAGS_DIR"
-trap 'cluster_stop "$DIR" fast; cluster_stop "$OLD_DIR" fast; cluster_stop "$V03_DIR" fast; cluster_stop "$TAGS_DIR" fast' EXIT
+trap 'cluster_stop "$DIR" fast; cluster_stop "$OLD_DIR" fast; cluster_stop "$V03_DIR" fast; cluster_stop "$V_DIR" fast; cluster_stop "$TAGS_DIR" fast' EXIT
 psql_at "$OLD_DIR" "$OLD_PORT" -c "CREATE EXTENSION pg_seqgen" -c "SELECT seqgen_create('p', 100)" >/dev/null
-for d in "$V03_DIR:$V03_PORT" "$TAGS_DIR:$TAGS_PORT"; do
+for d in "$V03_DIR:$V03_PORT" "$V_DIR:$V_PORT" "$TAGS_DIR:$TAGS_PORT"; do
     psql_at "${d%%:*}" "${d##*:}" -f "$BENCH_DIR/setup.sql" >/dev/null
 done
 psql_at "$TAGS_DIR" "$TAGS_PORT" -c "SELECT count(seqgen_create('t' || g, 1000)) FROM generate_series(0, 99999) g" >/dev/null
@@ -79,10 +89,10 @@ psql_at "$TAGS_DIR" "$TAGS_PORT" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/tag
 say "the same without blocks of values per session (seqgen.backend_block = 1)"
 psql_at "$TAGS_DIR" "$TAGS_PORT" -At -F $'\t' -v rows="$ROWS" -c "SET seqgen.backend_block = 1" -f "$BENCH_DIR/tags.sql" > "$OUT/tags_block1.tsv"
 
-say "the privilege check: seqgen_next('b') per row in this version and in 0.3.0, 5 alternating rounds"
+say "the privilege check: seqgen_next('b') per row in this version and in 0.3.0, twin clusters, 9 alternating rounds"
 : > "$OUT/versions.tsv"
-for round in 1 2 3 4 5; do
-    for d in "this:$DIR:$PORT" "0.3.0:$V03_DIR:$V03_PORT"; do
+for round in 1 2 3 4 5 6 7 8 9; do
+    for d in "this:$V_DIR:$V_PORT" "0.3.0:$V03_DIR:$V03_PORT"; do
         IFS=: read -r label ddir dport <<< "$d"
         psql_at "$ddir" "$dport" -At -F $'\t' -v rows="$ROWS" -f "$BENCH_DIR/versions.sql" | sed "s/^/$label\t/" >> "$OUT/versions.tsv"
     done
