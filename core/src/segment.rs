@@ -438,6 +438,27 @@ pub fn trigger_offset(len: u64, threshold_percent: u32) -> u64 {
     t.min(len.saturating_sub(1))
 }
 
+/// Values drawn one at a time, kept as runs of consecutive values `(start, len)`: a batch that
+/// draws its rest value by value holds a few runs, not an entry per value.
+#[derive(Debug, Default)]
+pub struct Runs(Vec<(i64, i64)>);
+
+impl Runs {
+    /// Append `v`: it extends the last run when it is that run's next value.
+    pub fn push(&mut self, v: i64) {
+        match self.0.last_mut() {
+            // a run ending at i64::MAX has no next value (`checked_add` is None)
+            Some((start, len)) if start.checked_add(*len) == Some(v) => *len += 1,
+            _ => self.0.push((v, 1)),
+        }
+    }
+
+    /// The runs in the order their values were pushed.
+    pub fn into_ranges(self) -> Vec<(i64, i64)> {
+        self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,6 +750,34 @@ mod tests {
                 i += 1;
             }
             assert!(i < published.len() && v >= published[i].0, "value {v} outside every segment");
+        }
+    }
+
+    #[test]
+    fn runs_end_at_the_top_of_bigint() {
+        let mut r = Runs::default();
+        for v in [i64::MAX - 1, i64::MAX, 5, 6, 8] {
+            r.push(v);
+        }
+        assert_eq!(r.into_ranges(), vec![(i64::MAX - 1, 2), (5, 2), (8, 1)]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn runs_give_back_every_value_in_order(vs in proptest::collection::vec(
+            proptest::prop_oneof![0i64..50, (i64::MAX - 50)..=i64::MAX, proptest::num::i64::ANY], 0..200)) {
+            let mut r = Runs::default();
+            for &v in &vs {
+                r.push(v);
+            }
+            let ranges = r.into_ranges();
+            // maximal: no run continues the one before it
+            for w in ranges.windows(2) {
+                proptest::prop_assert_ne!(w[0].0.checked_add(w[0].1), Some(w[1].0));
+            }
+            // `start + i` for i < len, as seqgen_next_batch reads them out
+            let back: Vec<i64> = ranges.iter().flat_map(|&(s, l)| (0..l).map(move |i| s + i)).collect();
+            proptest::prop_assert_eq!(back, vs);
         }
     }
 }
