@@ -1214,7 +1214,8 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         s.want.store(0, Ordering::Relaxed);
         s.err_code.store(code::OK, Ordering::Relaxed);
         s.locked.store(0, Ordering::Relaxed);
-        s.cur_step.store(step, Ordering::Relaxed);
+        // after the generation's bump: a batch that reads this step checks the generation next
+        s.cur_step.store(step, Ordering::Release);
         s.last_alloc_ms.store(0, Ordering::Relaxed);
         s.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
         s.rate_total.store(0, Ordering::Relaxed);

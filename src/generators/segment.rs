@@ -236,6 +236,38 @@ fn wait_for_segment(tag: &str, r: Resolved, epoch: u32) -> Result<Resolved> {
     }
 }
 
+/// The step of the slot of `r` while it still serves `r`'s tag; `None` once it was retired
+/// (the step read may then be another tag's). The worker bumps the generation before it
+/// stores a new tag's step (`Release`), so a step read before an unchanged generation is
+/// this tag's.
+fn current_step(r: &Resolved) -> Option<u64> {
+    let step = r.slot.cur_step.load(Ordering::Acquire).max(1) as u64;
+    (r.slot.gen().load(Ordering::Acquire) == r.gen).then_some(step)
+}
+
+/// The tag resolved again after its slot was retired under a batch; a tag retired eleven
+/// times in one call is reported as the allocator's timeout.
+fn resolve_again(tag: &str, retired: &mut u32) -> Result<Resolved> {
+    *retired += 1;
+    if *retired > 10 {
+        return Err(SeqgenError::Timeout { tag: tag.to_string(), ms: guc::ALLOCATION_TIMEOUT.get() });
+    }
+    pgrx::check_for_interrupts!();
+    forget(tag);
+    resolve(tag)
+}
+
+/// `n` values of a tag drawn one by one as `seqgen_next` draws them, each run of consecutive
+/// values kept as one range (a million values are a few ranges, not a million).
+fn draw_each(tag: &str, n: u64, out: &mut Vec<(i64, i64, Presenter)>) -> Result<()> {
+    let mut runs = seqgen_core::segment::Runs::default();
+    for _ in 0..n {
+        runs.push(next(tag)?);
+    }
+    out.extend(runs.into_ranges().into_iter().map(|(start, len)| (start, len, Presenter::PLAIN)));
+    Ok(())
+}
+
 /// `n` IDs of a tag at once.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next_batch(biz_tag: &str, n: i32) -> SetOfIterator<'static, i64> {
@@ -349,7 +381,14 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
             }
             Claim::Exhausted { epoch } => {
                 if !r.slot.seg.switch_from(epoch) {
-                    if left <= r.slot.cur_step.load(Ordering::Relaxed).max(1) as u64 {
+                    let Some(step) = current_step(&r) else {
+                        // retired since the claim: its step is another tag's
+                        forget(tag);
+                        r = resolve(tag)?;
+                        tries += 1;
+                        continue;
+                    };
+                    if left <= step {
                         // no more than a segment left: wait for the next one (being reserved,
                         // or asked for now), as a draw would; a reservation of its own would
                         // sit above it, and the session's next draws would then go down
@@ -370,29 +409,26 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
             }
         }
     }
-    if left > 0 && r.slot.gen().load(Ordering::Acquire) != r.gen {
-        // the slot was retired (and maybe reused) since the last claim: its step is another's
-        forget(tag);
-        r = resolve(tag)?;
-    }
-    if left > 0 && left <= r.slot.cur_step.load(Ordering::Relaxed).max(1) as u64 {
-        // the tries are used up with no more than a segment left: drawn one by one, as any
-        // call would (a reservation of its own would sit above the next segment, and this
-        // session's next draws would then go down)
-        for _ in 0..left {
-            out.push((next(tag)?, 1, Presenter::PLAIN));
-        }
-        left = 0;
-    }
+    // the rest: no more than the tag's current step is drawn value by value, as any call would
+    // draw it (a reservation of its own would sit above the next segment, and this session's
+    // next draws would then go down); more is reserved for this call alone
+    let mut retired = 0;
     while left > 0 {
+        let Some(step) = current_step(&r) else {
+            // the slot was retired (and maybe reused) since the last claim or reservation
+            r = resolve_again(tag, &mut retired)?;
+            continue;
+        };
+        if left <= step {
+            draw_each(tag, left, &mut out)?;
+            break;
+        }
         let reserved = match directory::reserve_range(tag, r, left as i64) {
             // the last values of the range may sit in a segment the worker is publishing (a
             // prefetch in flight when the current one ran out): drawn one by one, like any
             // call would; `next` reports the exhaustion when there truly is nothing left
             Err(SeqgenError::Exhausted(_)) => {
-                for _ in 0..left {
-                    out.push((next(tag)?, 1, Presenter::PLAIN));
-                }
+                draw_each(tag, left, &mut out)?;
                 break;
             }
             other => other?,
@@ -403,23 +439,14 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
                 // the worker reserved from the row this slot serves and stored its key in the
                 // slot; a retirement since then would make the key unreliable
                 if r.slot.gen().load(Ordering::Acquire) != r.gen {
-                    forget(tag);
-                    r = resolve(tag)?;
+                    r = resolve_again(tag, &mut retired)?;
                     continue;
                 }
                 out.push((start, len, p?));
                 left -= len as u64;
             }
-            None => {
-                // the slot was retired (the tag dropped or changed) while we asked
-                tries += 1;
-                if tries > 10 {
-                    return Err(SeqgenError::Timeout { tag: tag.to_string(), ms: guc::ALLOCATION_TIMEOUT.get() });
-                }
-                pgrx::check_for_interrupts!();
-                forget(tag);
-                r = resolve(tag)?;
-            }
+            // the slot was retired (the tag dropped or changed) while we asked
+            None => r = resolve_again(tag, &mut retired)?,
         }
     }
     Ok(out)
