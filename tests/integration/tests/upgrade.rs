@@ -5,7 +5,10 @@
 //! The old versions are built from this repository's history by `scripts/old_version.sh`
 //! for the major under test (`tests/run.sh` runs it and passes their paths in
 //! `SEQGEN_OLD_PACKAGE`, `SEQGEN_OLD_PACKAGE_0_2_0`, `SEQGEN_OLD_PACKAGE_0_3_0`,
-//! `SEQGEN_OLD_PACKAGE_0_4_0` and `SEQGEN_OLD_PACKAGE_0_5_0`). Both versions run from a private PostgreSQL tree (real copies of
+//! `SEQGEN_OLD_PACKAGE_0_4_0` and `SEQGEN_OLD_PACKAGE_0_5_0`). The upgrade scripts are SQL, the
+//! same on every major, so `tests/run.sh` runs the whole chain on Debian's major and only the
+//! upgrade from the previous release on the others (it `--skip`s the rest there, by name).
+//! Both versions run from a private PostgreSQL tree (real copies of
 //! `postgres` and `pg_ctl`, links to the rest of the installation), so the installation under
 //! test keeps this version.
 
