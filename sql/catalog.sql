@@ -322,6 +322,14 @@ BEGIN
         RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
             USING ERRCODE = 'feature_not_supported';
     END IF;
+    -- only seqgen_set_template() changes a template: it checks the new one against every
+    -- template the tag used, which an UPDATE by hand would skip
+    IF (NEW.template OPERATOR(pg_catalog.<>) OLD.template OR NEW.time_zone OPERATOR(pg_catalog.<>) OLD.time_zone)
+       AND pg_catalog.current_setting('seqgen.changing_template', true) IS DISTINCT FROM 'on' THEN
+        RAISE EXCEPTION 'the template of tag "%" can only be changed with seqgen_set_template()', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'seqgen_set_template() refuses a template that could render a number an earlier one rendered; an UPDATE by hand would not.';
+    END IF;
     RETURN NEW;
 END
 $$;
@@ -354,6 +362,18 @@ BEGIN
         RAISE EXCEPTION 'the order-number counter of tag "%" cannot go back', OLD.biz_tag
             USING ERRCODE = 'check_violation',
                   HINT = 'Lowering period_key or period_max would issue order numbers again.';
+    END IF;
+    -- a new period must be a real one of the unit: a period_key moved by hand inside the
+    -- period (or for a template without date fields) would render the period's numbers again
+    IF NEW.period_key OPERATOR(pg_catalog.<>) OLD.period_key AND NOT (CASE NEW.unit
+            WHEN 'none' THEN false
+            WHEN 'second' THEN true
+            ELSE pg_catalog.date_trunc(NEW.unit, pg_catalog.to_timestamp(NEW.period_key) AT TIME ZONE 'UTC')
+                 OPERATOR(pg_catalog.=) (pg_catalog.to_timestamp(NEW.period_key) AT TIME ZONE 'UTC') END) THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%" cannot move to period_key %', OLD.biz_tag, NEW.period_key
+            USING ERRCODE = 'check_violation',
+                  DETAIL = pg_catalog.format('It is not the start of a %s (the local start of a period, in seconds since 1970-01-01).', NEW.unit),
+                  HINT = 'The allocator moves the counter to each new period itself; a period_key inside a period would issue its numbers again.';
     END IF;
     RETURN NEW;
 END

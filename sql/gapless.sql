@@ -81,7 +81,12 @@ CREATE FUNCTION @extschema@.seqgen_gapless_attach(
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET quote_all_identifiers = off
 AS $$
+DECLARE
+    key_type pg_catalog.text;
+    base_type pg_catalog.text;
+    is_enum pg_catalog.bool;
 BEGIN
     IF number_column IS NULL OR biz_tag IS NULL OR "table" IS NULL THEN
         RAISE EXCEPTION 'table, number_column and biz_tag must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -94,6 +99,30 @@ BEGIN
         SELECT FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) "table"
         AND attname OPERATOR(pg_catalog.=) key_column AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped) THEN
         RAISE EXCEPTION 'column "%" of % does not exist', key_column, "table" USING ERRCODE = 'undefined_column';
+    END IF;
+    -- the key's text must be the same whatever the committing session's settings: the base
+    -- types of src/generators/gapless.rs KEY_TYPES (checked again at every commit) and enums
+    IF key_column IS NOT NULL THEN
+        SELECT pg_catalog.format_type(a.atttypid, NULL) INTO key_type FROM pg_catalog.pg_attribute a
+         WHERE a.attrelid OPERATOR(pg_catalog.=) "table" AND a.attname OPERATOR(pg_catalog.=) key_column;
+        WITH RECURSIVE ty(oid, base, typtype) AS (
+            SELECT t.oid, t.typbasetype, t.typtype FROM pg_catalog.pg_type t
+              JOIN pg_catalog.pg_attribute a ON a.atttypid OPERATOR(pg_catalog.=) t.oid
+             WHERE a.attrelid OPERATOR(pg_catalog.=) "table" AND a.attname OPERATOR(pg_catalog.=) key_column
+            UNION ALL
+            SELECT t.oid, t.typbasetype, t.typtype FROM pg_catalog.pg_type t JOIN ty ON t.oid OPERATOR(pg_catalog.=) ty.base
+             WHERE ty.base OPERATOR(pg_catalog.<>) 0)
+        SELECT pg_catalog.format_type(ty.oid, NULL), ty.typtype OPERATOR(pg_catalog.=) 'e' INTO base_type, is_enum
+          FROM ty WHERE ty.base OPERATOR(pg_catalog.=) 0;
+        IF NOT is_enum AND base_type OPERATOR(pg_catalog.<>) ALL (ARRAY['text', 'character varying', 'character', 'name',
+                '"char"', 'smallint', 'integer', 'bigint', 'numeric', 'boolean', 'uuid', 'date',
+                'timestamp without time zone', 'timestamp with time zone', 'time without time zone', 'interval',
+                'real', 'double precision', 'bytea', 'inet', 'cidr']) THEN
+            RAISE EXCEPTION 'gapless key column "%" of table % has type %, whose text depends on session settings', key_column, "table", key_type
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.',
+                      HINT = 'Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).';
+        END IF;
     END IF;
     EXECUTE pg_catalog.format(
         'CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s DEFERRABLE INITIALLY DEFERRED '

@@ -97,6 +97,18 @@ BEGIN
             USING ERRCODE = 'check_violation',
                   HINT = 'Lowering period_key or period_max would issue order numbers again.';
     END IF;
+    -- a new period must be a real one of the unit: a period_key moved by hand inside the
+    -- period (or for a template without date fields) would render the period's numbers again
+    IF NEW.period_key OPERATOR(pg_catalog.<>) OLD.period_key AND NOT (CASE NEW.unit
+            WHEN 'none' THEN false
+            WHEN 'second' THEN true
+            ELSE pg_catalog.date_trunc(NEW.unit, pg_catalog.to_timestamp(NEW.period_key) AT TIME ZONE 'UTC')
+                 OPERATOR(pg_catalog.=) (pg_catalog.to_timestamp(NEW.period_key) AT TIME ZONE 'UTC') END) THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%", key "%" cannot move to period_key %', OLD.biz_tag, OLD.key, NEW.period_key
+            USING ERRCODE = 'check_violation',
+                  DETAIL = pg_catalog.format('It is not the start of a %s (the local start of a period, in seconds since 1970-01-01).', NEW.unit),
+                  HINT = 'The allocator moves the counter to each new period itself; a period_key inside a period would issue its numbers again.';
+    END IF;
     RETURN NEW;
 END
 $$;

@@ -137,7 +137,12 @@ CREATE FUNCTION @extschema@.seqgen_gapless_attach(
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET quote_all_identifiers = off
 AS $$
+DECLARE
+    key_type pg_catalog.text;
+    base_type pg_catalog.text;
+    is_enum pg_catalog.bool;
 BEGIN
     IF number_column IS NULL OR biz_tag IS NULL OR "table" IS NULL THEN
         RAISE EXCEPTION 'table, number_column and biz_tag must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -150,6 +155,30 @@ BEGIN
         SELECT FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) "table"
         AND attname OPERATOR(pg_catalog.=) key_column AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped) THEN
         RAISE EXCEPTION 'column "%" of % does not exist', key_column, "table" USING ERRCODE = 'undefined_column';
+    END IF;
+    -- the key's text must be the same whatever the committing session's settings: the base
+    -- types of src/generators/gapless.rs KEY_TYPES (checked again at every commit) and enums
+    IF key_column IS NOT NULL THEN
+        SELECT pg_catalog.format_type(a.atttypid, NULL) INTO key_type FROM pg_catalog.pg_attribute a
+         WHERE a.attrelid OPERATOR(pg_catalog.=) "table" AND a.attname OPERATOR(pg_catalog.=) key_column;
+        WITH RECURSIVE ty(oid, base, typtype) AS (
+            SELECT t.oid, t.typbasetype, t.typtype FROM pg_catalog.pg_type t
+              JOIN pg_catalog.pg_attribute a ON a.atttypid OPERATOR(pg_catalog.=) t.oid
+             WHERE a.attrelid OPERATOR(pg_catalog.=) "table" AND a.attname OPERATOR(pg_catalog.=) key_column
+            UNION ALL
+            SELECT t.oid, t.typbasetype, t.typtype FROM pg_catalog.pg_type t JOIN ty ON t.oid OPERATOR(pg_catalog.=) ty.base
+             WHERE ty.base OPERATOR(pg_catalog.<>) 0)
+        SELECT pg_catalog.format_type(ty.oid, NULL), ty.typtype OPERATOR(pg_catalog.=) 'e' INTO base_type, is_enum
+          FROM ty WHERE ty.base OPERATOR(pg_catalog.=) 0;
+        IF NOT is_enum AND base_type OPERATOR(pg_catalog.<>) ALL (ARRAY['text', 'character varying', 'character', 'name',
+                '"char"', 'smallint', 'integer', 'bigint', 'numeric', 'boolean', 'uuid', 'date',
+                'timestamp without time zone', 'timestamp with time zone', 'time without time zone', 'interval',
+                'real', 'double precision', 'bytea', 'inet', 'cidr']) THEN
+            RAISE EXCEPTION 'gapless key column "%" of table % has type %, whose text depends on session settings', key_column, "table", key_type
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.',
+                      HINT = 'Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).';
+        END IF;
     END IF;
     EXECUTE pg_catalog.format(
         'CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s DEFERRABLE INITIALLY DEFERRED '
@@ -268,6 +297,18 @@ BEGIN
             USING ERRCODE = 'check_violation',
                   HINT = 'Lowering period_key or period_max would issue order numbers again.';
     END IF;
+    -- a new period must be a real one of the unit: a period_key moved by hand inside the
+    -- period (or for a template without date fields) would render the period's numbers again
+    IF NEW.period_key OPERATOR(pg_catalog.<>) OLD.period_key AND NOT (CASE NEW.unit
+            WHEN 'none' THEN false
+            WHEN 'second' THEN true
+            ELSE pg_catalog.date_trunc(NEW.unit, pg_catalog.to_timestamp(NEW.period_key) AT TIME ZONE 'UTC')
+                 OPERATOR(pg_catalog.=) (pg_catalog.to_timestamp(NEW.period_key) AT TIME ZONE 'UTC') END) THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%", key "%" cannot move to period_key %', OLD.biz_tag, OLD.key, NEW.period_key
+            USING ERRCODE = 'check_violation',
+                  DETAIL = pg_catalog.format('It is not the start of a %s (the local start of a period, in seconds since 1970-01-01).', NEW.unit),
+                  HINT = 'The allocator moves the counter to each new period itself; a period_key inside a period would issue its numbers again.';
+    END IF;
     RETURN NEW;
 END
 $$;
@@ -320,4 +361,75 @@ AS $$
     SELECT t::pg_catalog.regclass FROM (VALUES ('seqgen.alloc'), ('seqgen.template'), ('seqgen.template_history'),
         ('seqgen.order_counter'), ('seqgen.opaque_key'), ('seqgen.snowflake'), ('seqgen.uuidv7'),
         ('seqgen.snowflake53'), ('seqgen.key_counter'), ('seqgen.key_order_counter'), ('seqgen.gapless_counter')) AS v(t)
+$$;
+
+-- The guards of the order-number catalog (issue 29): a period_key moved by hand must be the
+-- start of a period of its unit, and a template changes only through seqgen_set_template().
+CREATE OR REPLACE FUNCTION seqgen.order_counter_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the order-number counters of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Deleting them would issue order numbers again.';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag OR NEW.unit OPERATOR(pg_catalog.<>) OLD.unit THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%" cannot be moved', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF NEW.period_key OPERATOR(pg_catalog.<) OLD.period_key
+       OR (NEW.period_key OPERATOR(pg_catalog.=) OLD.period_key
+           AND NEW.period_max OPERATOR(pg_catalog.<) OLD.period_max) THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%" cannot go back', OLD.biz_tag
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Lowering period_key or period_max would issue order numbers again.';
+    END IF;
+    -- a new period must be a real one of the unit: a period_key moved by hand inside the
+    -- period (or for a template without date fields) would render the period's numbers again
+    IF NEW.period_key OPERATOR(pg_catalog.<>) OLD.period_key AND NOT (CASE NEW.unit
+            WHEN 'none' THEN false
+            WHEN 'second' THEN true
+            ELSE pg_catalog.date_trunc(NEW.unit, pg_catalog.to_timestamp(NEW.period_key) AT TIME ZONE 'UTC')
+                 OPERATOR(pg_catalog.=) (pg_catalog.to_timestamp(NEW.period_key) AT TIME ZONE 'UTC') END) THEN
+        RAISE EXCEPTION 'the order-number counter of tag "%" cannot move to period_key %', OLD.biz_tag, NEW.period_key
+            USING ERRCODE = 'check_violation',
+                  DETAIL = pg_catalog.format('It is not the start of a %s (the local start of a period, in seconds since 1970-01-01).', NEW.unit),
+                  HINT = 'The allocator moves the counter to each new period itself; a period_key inside a period would issue its numbers again.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE OR REPLACE FUNCTION seqgen.template_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        -- allowed only with the tag itself (ON DELETE CASCADE)
+        IF EXISTS (SELECT FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) OLD.biz_tag) THEN
+            RAISE EXCEPTION 'the template of tag "%" cannot be deleted while the tag exists', OLD.biz_tag
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Replace it with seqgen_set_template(), or drop the tag with seqgen_drop().';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF NEW.biz_tag OPERATOR(pg_catalog.<>) OLD.biz_tag THEN
+        RAISE EXCEPTION 'pg_seqgen tags cannot be renamed (tag "%")', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    -- only seqgen_set_template() changes a template: it checks the new one against every
+    -- template the tag used, which an UPDATE by hand would skip
+    IF (NEW.template OPERATOR(pg_catalog.<>) OLD.template OR NEW.time_zone OPERATOR(pg_catalog.<>) OLD.time_zone)
+       AND pg_catalog.current_setting('seqgen.changing_template', true) IS DISTINCT FROM 'on' THEN
+        RAISE EXCEPTION 'the template of tag "%" can only be changed with seqgen_set_template()', OLD.biz_tag
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'seqgen_set_template() refuses a template that could render a number an earlier one rendered; an UPDATE by hand would not.';
+    END IF;
+    RETURN NEW;
+END
 $$;

@@ -402,6 +402,20 @@ impl Template {
         Span { key, start_ms, end_ms }
     }
 
+    /// Can period `key` be rendered? `{yyyy}` has four digits: a period whose local year is
+    /// outside 0..=9999 would render another year's text (12026 as 2026), so it is refused.
+    pub fn renders_year(&self, key: i64) -> Result<(), String> {
+        if !self.parts.contains(&Part::Year4) {
+            return Ok(());
+        }
+        let year = local_of_key(key).year();
+        if (0..=9999).contains(&year) {
+            Ok(())
+        } else {
+            Err(format!("year {year} does not fit the four digits of {{yyyy}}"))
+        }
+    }
+
     /// Render everything but the counter and the check digit for period `key`, so that each
     /// number is a copy plus a few digits. `opaque_key` is needed for `{seq:N:opaque}`
     /// (without it the counter is rendered as is).
@@ -911,6 +925,16 @@ mod tests {
     fn periods_are_the_finest_date_field() {
         assert_eq!(parse("{seq:3}").unwrap().unit(), None);
         assert_eq!(parse("{yyyy}{seq:3}").unwrap().unit(), Some(Unit::Year));
+        // years past 9999 are refused, not wrapped
+        let y = parse("{yyyy}{seq:3}").unwrap();
+        let tz = parse_time_zone("UTC").unwrap();
+        let at = |y: i32| {
+            NaiveDate::from_ymd_opt(y, 6, 1).unwrap().and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_millis()
+        };
+        assert!(y.renders_year(y.locate(tz, at(9999)).key).is_ok());
+        let e = y.renders_year(y.locate(tz, at(12026)).key).unwrap_err();
+        assert!(e.contains("12026"), "{e}");
+        assert!(parse("{yy}{seq:3}").unwrap().renders_year(y.locate(tz, at(12026)).key).is_ok());
         assert_eq!(parse("{yyyy}{MM}{dd}{seq:3}").unwrap().unit(), Some(Unit::Day));
         assert_eq!(parse("{dd}{MM}{seq:3}").unwrap().unit(), Some(Unit::Day));
         assert_eq!(parse("{yy}{MM}{dd}{HH}{mm}{ss}{seq:3}").unwrap().unit(), Some(Unit::Second));

@@ -204,6 +204,15 @@ fn seqgen_cluster_definitions(known: Option<&str>) -> JsonB {
     JsonB(cluster_definitions(known).or_raise())
 }
 
+/// A tag the document names that exists but is not the caller's (`current` reads only the
+/// caller's): 42501, as every change of another role's tag, not "already exists".
+fn not_yours(e: SeqgenError) -> SeqgenError {
+    match e {
+        SeqgenError::DuplicateTag(t) => SeqgenError::NotTagOwner(t),
+        e => e,
+    }
+}
+
 fn apply_doc(doc: &Config, have: &BTreeMap<String, Current>, drop_missing: bool) -> Result<Vec<(String, String)>> {
     let mut done = vec![];
     for (name, want) in &doc.tags {
@@ -219,14 +228,20 @@ fn apply_doc(doc: &Config, have: &BTreeMap<String, Current>, drop_missing: bool)
                     Some(want.start_with.unwrap_or(1)),
                     want.description.as_deref(),
                 )
-                .map_err(|e| at(path(""), e))?;
+                .map_err(|e| at(path(""), not_yours(e)))?;
                 changed("created gapless".into());
-                let made = TagConfig { grants: vec![], ..want.clone() };
+                // what the creation made, read back (not assumed): a field it did not set
+                // (opaque, node bits) goes through its own call and is applied or refused
+                // with its path, never dropped silently, so applying the document again
+                // changes nothing
+                let made = current()?.remove(name).map(|c| c.config).ok_or_else(|| {
+                    at(path(""), SeqgenError::Internal("the gapless tag just created is gone".into()))
+                })?;
                 apply_rest(name, want, Some(&made), &path, &mut changed)?;
                 continue;
             }
             tags::create(Some(name), Some(want.step), Some(want.start_with.unwrap_or(1)), want.description.as_deref())
-                .map_err(|e| at(path(""), e))?;
+                .map_err(|e| at(path(""), not_yours(e)))?;
             changed("created".into());
             apply_rest(name, want, None, &path, &mut changed)?;
             continue;

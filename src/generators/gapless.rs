@@ -14,7 +14,7 @@
 //! No shared memory and no allocator: a gapless number is a row write by nature.
 
 use pgrx::prelude::*;
-use pgrx::{PgTrigger, WhoAllocated};
+use pgrx::{pg_sys, PgTrigger, WhoAllocated};
 use seqgen_core::template::{Template, Tz};
 
 use crate::plumbing::acl;
@@ -28,6 +28,8 @@ use crate::plumbing::session::{as_superuser, bounded_lock_wait, with_settings};
 /// The settings a key column's text is read under at commit (its text must not depend on the
 /// committing session's).
 const KEY_TEXT_SETTINGS: &[(&str, &str)] = &[
+    ("search_path", "pg_catalog, pg_temp"),
+    ("quote_all_identifiers", "off"),
     ("DateStyle", "ISO, YMD"),
     ("IntervalStyle", "postgres"),
     ("TimeZone", "UTC"),
@@ -166,6 +168,13 @@ fn take(tag: &str, key: &str, render: bool) -> Res<(i64, Option<String>)> {
         return Err(SeqgenError::TagPermission(tag.to_string()));
     }
     let numbering = numbering(tag)?;
+    if let (Some(nb), true, false) = (&numbering, render, key.is_empty()) {
+        // two keys counting apart would render the same texts: as for keyed order numbers,
+        // the template must tell the keys apart
+        if !nb.template.has_key() {
+            return Err(SeqgenError::TemplateLacksKey(tag.to_string()));
+        }
+    }
     let period = match &numbering {
         Some(nb) => nb.template.locate(nb.tz, crate::plumbing::shmem::now_ms()).key,
         None => 0,
@@ -178,6 +187,7 @@ fn take(tag: &str, key: &str, render: bool) -> Res<(i64, Option<String>)> {
                 // the transaction fails: the number goes back with it
                 return Err(SeqgenError::OrderOverflow { tag: tag.to_string(), capacity });
             }
+            nb.template.renders_year(period).map_err(SeqgenError::DatetimeOutOfRange)?;
             let node = crate::plumbing::guc::NODE_ID.get().max(0) as u32;
             Some(nb.template.render_keyed(period, n as u64, node, tag, key))
         }
@@ -220,20 +230,143 @@ fn next_number(tag: &str, key: &str, period: i64) -> Res<i64> {
     got.ok_or_else(|| SeqgenError::NotGapless(tag.to_string()))
 }
 
+/// The base types (domains resolved) a gapless key column may have: their text is the same
+/// under the fixed settings of `KEY_TEXT_SETTINGS` whoever commits, and their output functions
+/// are PostgreSQL's own (the key is read with the extension's privileges). Enums too (their
+/// labels). Refused, for example: the `reg*` types (their text follows `search_path` and
+/// `quote_all_identifiers`), `money` (`lc_monetary`), and types of other extensions.
+pub(crate) const KEY_TYPES: &[&str] = &[
+    "text",
+    "character varying",
+    "character",
+    "name",
+    "\"char\"",
+    "smallint",
+    "integer",
+    "bigint",
+    "numeric",
+    "boolean",
+    "uuid",
+    "date",
+    "timestamp without time zone",
+    "timestamp with time zone",
+    "time without time zone",
+    "interval",
+    "real",
+    "double precision",
+    "bytea",
+    "inet",
+    "cidr",
+];
+
 /// The commit-time numbering of a table (see `seqgen_gapless_attach`): a deferred constraint
 /// trigger `AFTER INSERT OR UPDATE ... FOR EACH ROW WHEN (NEW.<column> IS NULL)` with the
 /// arguments tag, number column, key column ('' for none). The row version the event is for
 /// is numbered if it is still the live one and still unnumbered (a row updated again later in
-/// the transaction is numbered by the event of its last version, a deleted one not at all);
-/// the number is written into it by the committing user, with that user's privileges: the
-/// table's own triggers and constraints run as they would for the user's own `UPDATE` (run as
-/// the owner, they ran with the user's `search_path`: a planted function ran as the owner).
+/// the transaction is numbered by the event of its last version, a deleted one not at all).
+/// Whether it is, and its key, are read with the extension's privileges, so row-level
+/// security that hides the row from the committing role does not make it look dead. The
+/// number is written into it by the committing user, with that user's privileges: the table's
+/// own triggers and constraints run as they would for the user's own `UPDATE` (run as the
+/// owner, they ran with the user's `search_path`: a planted function ran as the owner). An
+/// update that changes no row (a BEFORE UPDATE trigger returning NULL, a policy hiding the
+/// row) fails the commit: a committed row is numbered, or its transaction fails.
 #[pg_trigger]
 fn seqgen_gapless_assign<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> std::result::Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, SeqgenError> {
     assign(trigger).or_raise();
     Ok(None::<PgHeapTuple<'a, pgrx::AllocatedByPostgres>>)
+}
+
+/// What the trigger reads of the numbered table, with the extension's privileges.
+struct Target {
+    /// the table's name, for messages
+    name: String,
+    read: String,
+    write: String,
+    /// the key column's type and base type (domains resolved) and whether that is an enum
+    key_type: Option<(String, String, bool)>,
+    /// may the committing user read the row's ctid (table-level SELECT) and update the number?
+    may_select: bool,
+    may_update: bool,
+}
+
+fn target(relid: pg_sys::Oid, user: pg_sys::Oid, column: &str, key_column: &str) -> Res<Target> {
+    // type names as KEY_TYPES spells them, whatever the session's quote_all_identifiers
+    let row = as_superuser(|| {
+        with_settings(KEY_TEXT_SETTINGS, || Spi::connect(|c| {
+            let t = c.select(
+                "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), \
+                        pg_catalog.format('SELECT %s FROM ONLY %I.%I WHERE ctid OPERATOR(pg_catalog.=) $1::pg_catalog.tid AND %I IS NULL', \
+                        CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN '''''' ELSE pg_catalog.format('(%I)::pg_catalog.text', $3) END, \
+                        n.nspname, c.relname, $2), \
+                        pg_catalog.format('UPDATE ONLY %I.%I SET %I = $1 WHERE ctid OPERATOR(pg_catalog.=) $2::pg_catalog.tid', \
+                        n.nspname, c.relname, $2), \
+                        pg_catalog.has_column_privilege($4, c.oid, 'ctid', 'SELECT'), \
+                        pg_catalog.has_column_privilege($4, c.oid, $2, 'UPDATE'), \
+                        (SELECT pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a \
+                          WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) $3 \
+                            AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), \
+                        (WITH RECURSIVE ty(oid, base, typtype) AS ( \
+                            SELECT t.oid, t.typbasetype, t.typtype FROM pg_catalog.pg_type t \
+                              JOIN pg_catalog.pg_attribute a ON a.atttypid OPERATOR(pg_catalog.=) t.oid \
+                             WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) $3 \
+                               AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped \
+                            UNION ALL \
+                            SELECT t.oid, t.typbasetype, t.typtype FROM pg_catalog.pg_type t JOIN ty \
+                              ON t.oid OPERATOR(pg_catalog.=) ty.base WHERE ty.base OPERATOR(pg_catalog.<>) 0) \
+                         SELECT pg_catalog.format_type(ty.oid, NULL) OPERATOR(pg_catalog.||) \
+                                CASE WHEN ty.typtype OPERATOR(pg_catalog.=) 'e' THEN ' enum' ELSE '' END \
+                           FROM ty WHERE ty.base OPERATOR(pg_catalog.=) 0) \
+                 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+                 WHERE c.oid OPERATOR(pg_catalog.=) $1",
+                Some(1),
+                &[relid.into(), column.into(), key_column.into(), user.into()],
+            )?;
+            if t.is_empty() {
+                return Ok(None);
+            }
+            let r = t.first();
+            Ok::<_, pgrx::spi::Error>(Some((
+                r.get::<String>(1)?,
+                r.get::<String>(2)?,
+                r.get::<String>(3)?,
+                r.get::<bool>(4)?,
+                r.get::<bool>(5)?,
+                r.get::<String>(6)?,
+                r.get::<String>(7)?,
+            )))
+        }))
+    })
+    .map_err(spi_err)?;
+    let Some((Some(name), Some(read), Some(write), sel, upd, key_type, base)) = row else {
+        return Err(SeqgenError::Internal("the numbered table is gone".into()));
+    };
+    let key_type = match (key_column.is_empty(), key_type, base) {
+        (true, _, _) => None,
+        (false, Some(ty), Some(base)) => {
+            let (base, is_enum) = match base.strip_suffix(" enum") {
+                Some(b) => (b.to_string(), true),
+                None => (base, false),
+            };
+            Some((ty, base, is_enum))
+        }
+        (false, _, _) => {
+            return Err(SeqgenError::InvalidArgument(format!(
+                "key column \"{key_column}\" of table {name} does not exist"
+            )))
+        }
+    };
+    Ok(Target { name, read, write, key_type, may_select: sel.unwrap_or(false), may_update: upd.unwrap_or(false) })
+}
+
+/// A key column's type must give one text whatever the session's settings (see `KEY_TYPES`).
+pub(crate) fn check_key_type(table: &str, column: &str, ty: &str, base: &str, is_enum: bool) -> Res<()> {
+    if is_enum || KEY_TYPES.contains(&base) {
+        return Ok(());
+    }
+    Err(SeqgenError::GaplessKeyType { table: table.to_string(), column: column.to_string(), ty: ty.to_string() })
 }
 
 fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
@@ -258,52 +391,54 @@ fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
     };
     let ctid = format!("({block},{offset})");
     let relid = trigger.relid().map_err(|e| SeqgenError::Internal(e.to_string()))?;
-    // the statements, with every name quoted by format()
-    let (read, write): (Option<String>, Option<String>) = as_superuser(|| {
-        Spi::connect(|c| {
-            let t = c.select(
-                "SELECT pg_catalog.format('SELECT %s FROM ONLY %I.%I WHERE ctid OPERATOR(pg_catalog.=) $1::pg_catalog.tid AND %I IS NULL', \
-                        CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN '''''' ELSE pg_catalog.format('(%I)::pg_catalog.text', $3) END, \
-                        n.nspname, c.relname, $2), \
-                        pg_catalog.format('UPDATE ONLY %I.%I SET %I = $1 WHERE ctid OPERATOR(pg_catalog.=) $2::pg_catalog.tid', \
-                        n.nspname, c.relname, $2) \
-                 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
-                 WHERE c.oid OPERATOR(pg_catalog.=) $1",
-                Some(1),
-                &[relid.into(), column.as_str().into(), key_column.as_str().into()],
-            )?;
-            t.first().get_two::<String, String>()
-        })
-    })
-    .map_err(spi_err)?;
-    let (Some(read), Some(write)) = (read, write) else {
-        return Err(SeqgenError::Internal("the numbered table is gone".into()));
-    };
-    // the row as the committing user sees it; the key's text under fixed settings, so that
-    // two sessions with another DateStyle, TimeZone, ... count one key, not two
-    let key: Option<Option<String>> = with_settings(KEY_TEXT_SETTINGS, || {
-        Spi::connect(|c| {
-            let t = c.select(&read, Some(1), &[ctid.as_str().into()])?;
-            if t.is_empty() {
-                return Ok(None);
-            }
-            t.first().get_one::<String>().map(Some)
+    let user = unsafe { pg_sys::GetUserId() };
+    let target = target(relid, user, column, key_column)?;
+    if let Some((ty, base, is_enum)) = &target.key_type {
+        check_key_type(&target.name, key_column, ty, base, *is_enum)?;
+    }
+    if !(target.may_select && target.may_update) {
+        return Err(SeqgenError::GaplessPrivilege { table: target.name, column: column.to_string() });
+    }
+    // Is the row version still the live one, and unnumbered? Its key's text under fixed
+    // settings (two sessions with another DateStyle, TimeZone, search_path, ... count one key,
+    // not two). Read with the extension's privileges: row-level security that hides the row
+    // from the committing role must not make it look dead (it would stay unnumbered). The key
+    // types allowed have PostgreSQL's own output functions.
+    let key: Option<Option<String>> = as_superuser(|| {
+        with_settings(KEY_TEXT_SETTINGS, || {
+            Spi::connect(|c| {
+                let t = c.select(&target.read, Some(1), &[ctid.as_str().into()])?;
+                if t.is_empty() {
+                    return Ok(None);
+                }
+                t.first().get_one::<String>().map(Some)
+            })
         })
     })
     .map_err(spi_err)?;
     // not the live version any more, or numbered already: nothing to do
     let Some(key) = key else { return Ok(()) };
-    let (n, rendered) = take(tag, key.as_deref().unwrap_or(""), true)?;
+    let key = key.unwrap_or_default();
+    if key.len() > crate::plumbing::shmem::KEY_MAX {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "a gapless key is at most {} bytes, the key of a row of table {} has {}",
+            crate::plumbing::shmem::KEY_MAX,
+            target.name,
+            key.len()
+        )));
+    }
+    let (n, rendered) = take(tag, &key, true)?;
+    let write = &target.write;
     let updated = Spi::connect_mut(|c| {
         let t = match &rendered {
-            Some(text) => c.update(&write, None, &[text.as_str().into(), ctid.as_str().into()])?,
-            None => c.update(&write, None, &[n.into(), ctid.as_str().into()])?,
+            Some(text) => c.update(write, None, &[text.as_str().into(), ctid.as_str().into()])?,
+            None => c.update(write, None, &[n.into(), ctid.as_str().into()])?,
         };
         Ok::<_, pgrx::spi::Error>(t.len())
     })
     .map_err(spi_err)?;
     if updated != 1 {
-        return Err(SeqgenError::Internal(format!("numbering row {ctid} updated {updated} rows")));
+        return Err(SeqgenError::GaplessNotWritten { table: target.name, ctid });
     }
     Ok(())
 }

@@ -24,6 +24,7 @@ use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
 use crate::plumbing::guc::{self, Overflow};
 use crate::plumbing::local::BackendLocal;
 use crate::plumbing::node;
+use crate::plumbing::session::Val;
 use crate::plumbing::shmem::{self, TagSlot, WorkerStatus, TPL_MAX_BYTES, TPL_MISSING, TPL_READY, TZ_MAX_BYTES};
 use crate::plumbing::wait::wait_until;
 
@@ -109,6 +110,8 @@ fn seqgen_set_template_allow(biz_tag: &str, template: &str, time_zone: &str, all
 
 pub(crate) fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
     check_tag(tag)?;
+    // who may change the tag first: a stranger learns nothing of the tag's kind
+    crate::plumbing::acl::require_owner(tag)?;
     if crate::generators::gapless::is_gapless(tag)? {
         return Err(SeqgenError::Unsupported(format!(
             "tag \"{tag}\" is gapless: its template is set once, with seqgen_create_gapless() (another could restart or repeat its numbers)"
@@ -138,16 +141,22 @@ fn spi<T>(r: std::result::Result<T, pgrx::spi::Error>) -> Result<T> {
 }
 
 /// The latest period of `unit` for which the tag reserved order numbers, if any (locked, so
-/// the allocator reserves no block meanwhile).
+/// the allocator reserves no block meanwhile), as committed now (see [`latest`]).
 fn counter_period(tag: &str, unit: Option<Unit>) -> Result<Option<i64>> {
-    Ok(crate::plumbing::catalog::first_row(
+    let rows = latest(
         "SELECT period_key FROM seqgen.order_counter \
          WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND unit OPERATOR(pg_catalog.=) $2 FOR SHARE",
         &[tag.into(), template::unit_name(unit).into()],
-        true,
-        |r| r.get_one::<i64>(),
-    )?
-    .flatten())
+    )?;
+    Ok(rows.first().and_then(|r| r[0].int()))
+}
+
+/// One statement of a template change, against the latest committed state whatever the
+/// caller's isolation level (`session::latest`): under REPEATABLE READ the check missed the
+/// period counter a draw committed after the transaction's snapshot, accepted a template that
+/// could repeat that period's numbers, and recorded the old one as never used.
+fn latest(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<Vec<Vec<Val>>> {
+    spi(crate::plumbing::session::latest(sql, args))
 }
 
 /// Replace the template of `tag` (its rows locked by the caller's statements here). Every
@@ -160,31 +169,26 @@ fn set_template_locked(tag: &str, text: &str, t: &Template, zone: &str, tz: Tz) 
     use seqgen_core::shape::{compare, period_text, Verdict};
     // the tag's row first (concurrent changes of one tag's template wait for each other),
     // then its template row: the allocator reserves no order-number block until the commit
-    let exists = crate::plumbing::catalog::first_row(
+    let exists = latest(
         "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
         &[tag.into()],
-        true,
-        |r| r.get_one::<bool>(),
     )?;
-    if exists.is_none() {
+    if exists.is_empty() {
         return Err(SeqgenError::UnknownTag(tag.to_string()));
     }
-    let current = crate::plumbing::catalog::first_row(
+    let current = latest(
         "SELECT template FROM seqgen.template WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
         &[tag.into()],
-        true,
-        |r| r.get_one::<String>(),
     )?
-    .flatten();
-    let history: Vec<(String, Option<i64>)> = spi(Spi::connect(|c| {
-        c.select(
-            "SELECT template, last_key FROM seqgen.template_history WHERE biz_tag OPERATOR(pg_catalog.=) $1",
-            None,
-            &[tag.into()],
-        )?
-        .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<i64>(2)?)))
-        .collect::<std::result::Result<Vec<_>, pgrx::spi::Error>>()
-    }))?;
+    .first()
+    .and_then(|r| r[0].text());
+    let history: Vec<(String, Option<i64>)> = latest(
+        "SELECT template, last_key FROM seqgen.template_history WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+        &[tag.into()],
+    )?
+    .into_iter()
+    .map(|r| (r[0].text().unwrap_or_default(), r[1].int()))
+    .collect();
     let now = shmem::now_ms();
     let mut floor: Option<i64> = None;
     for (old_text, last_key) in history.iter().filter(|(o, _)| o != text) {
@@ -234,32 +238,36 @@ fn set_template_locked(tag: &str, text: &str, t: &Template, zone: &str, tz: Tz) 
         // the replaced template issued nothing after the period its unit's counter is in
         let unit = template::parse(old_text).ok().and_then(|o| o.unit());
         let last = counter_period(tag, unit)?;
-        spi(Spi::run_with_args(
+        latest(
             "UPDATE seqgen.template_history SET last_key = $3 \
              WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND template OPERATOR(pg_catalog.=) $2",
             &[tag.into(), old_text.into(), last.into()],
-        ))?;
+        )?;
     }
-    spi(Spi::run_with_args(
+    latest(
         "INSERT INTO seqgen.template_history (biz_tag, template) VALUES ($1, $2) \
          ON CONFLICT (biz_tag, template) DO UPDATE SET last_key = NULL",
         &[tag.into(), text.into()],
-    ))?;
+    )?;
     if let Some(floor) = floor {
         // never a number of the new template before that period, whatever the clock does
-        spi(Spi::run_with_args(
+        latest(
             "INSERT INTO seqgen.order_counter AS c (biz_tag, unit, period_key, period_max) VALUES ($1, $2, $3, 0) \
              ON CONFLICT (biz_tag, unit) DO UPDATE SET period_key = EXCLUDED.period_key, period_max = 0, \
              update_time = pg_catalog.now() WHERE c.period_key OPERATOR(pg_catalog.<) EXCLUDED.period_key",
             &[tag.into(), template::unit_name(t.unit()).into(), floor.into()],
-        ))?;
+        )?;
     }
-    spi(Spi::run_with_args(
-        "INSERT INTO seqgen.template (biz_tag, template, time_zone) VALUES ($1, $2, $3) \
-         ON CONFLICT (biz_tag) DO UPDATE SET template = EXCLUDED.template, time_zone = EXCLUDED.time_zone, \
-         update_time = pg_catalog.now()",
-        &[tag.into(), text.into(), zone.into()],
-    ))
+    // the catalog's guard lets only this write change a template
+    crate::plumbing::session::with_settings(&[("seqgen.changing_template", "on")], || {
+        latest(
+            "INSERT INTO seqgen.template (biz_tag, template, time_zone) VALUES ($1, $2, $3) \
+             ON CONFLICT (biz_tag) DO UPDATE SET template = EXCLUDED.template, time_zone = EXCLUDED.time_zone, \
+             update_time = pg_catalog.now()",
+            &[tag.into(), text.into(), zone.into()],
+        )
+        .map(|_| ())
+    })
 }
 
 /// The next order number of a tag.
@@ -312,10 +320,13 @@ pub fn order_no(tag: &str) -> Result<&str> {
             }
             let (_, loc) = locals.last.as_mut().expect("set above");
             let drawn = draw_one(tag, r, loc)?;
-            Ok(drawn.map(|(period, value)| {
-                render(loc, period, value, &mut locals.out);
-                (locals.out.as_ptr(), locals.out.len())
-            }))
+            Ok(match drawn {
+                Some((period, value)) => {
+                    render(loc, period, value, &mut locals.out)?;
+                    Some((locals.out.as_ptr(), locals.out.len()))
+                }
+                None => None,
+            })
         })();
         match out? {
             // SAFETY: `out` is only written by the next call of this function in this backend,
@@ -429,14 +440,17 @@ fn clock_key(loc: &mut Local) -> i64 {
 }
 
 #[inline]
-fn render(loc: &mut Local, period: i64, value: i64, out: &mut String) {
+fn render(loc: &mut Local, period: i64, value: i64, out: &mut String) -> Result<()> {
     if loc.prepared.as_ref().map(|p| p.key) != Some(period) {
+        // a new period (once per period): its year must fit the template
+        loc.template.renders_year(period).map_err(SeqgenError::DatetimeOutOfRange)?;
         loc.prepared = Some(loc.template.prepare_keyed(period, loc.node, &loc.tag, &loc.key_text, loc.key));
     }
     let p = loc.prepared.as_ref().expect("prepared above");
     out.clear();
     // SAFETY: only the template's own text (valid UTF-8) and ASCII digits are appended
     p.render_into(value as u64, unsafe { out.as_mut_vec() });
+    Ok(())
 }
 
 fn request_block(slot: &TagSlot, period: i64) {
@@ -531,6 +545,7 @@ fn render_preview(text: &str, seq: i64, at: TimestampWithTimeZone, zone: &str, t
     }
     t.check_node(setting_node_id()).map_err(SeqgenError::InvalidArgument)?;
     let span = t.locate(tz, to_unix_ms(at)?);
+    t.renders_year(span.key).map_err(SeqgenError::DatetimeOutOfRange)?;
     // a template of counters per key shows where the key goes
     Ok(t.render_keyed(span.key, seq as u64, setting_node_id(), tag.unwrap_or(""), "{key}"))
 }

@@ -85,6 +85,15 @@ impl Kind {
         }
     }
 
+    /// The function that rewinds this generator's reservation.
+    fn rewind_call(self) -> &'static str {
+        match self {
+            Kind::Snowflake => "seqgen_snowflake_rewind()",
+            Kind::Uuid => "seqgen_uuidv7_rewind()",
+            Kind::Snowflake53 => "seqgen_snowflake53_rewind()",
+        }
+    }
+
     fn reservation(self) -> &'static str {
         match self {
             Kind::Snowflake => "snowflake reservation",
@@ -519,7 +528,7 @@ fn seqgen_uuidv7_rewind(to_id: i64) -> i64 {
 
 pub fn rewind(kind: Kind, to_id: i64) -> Result<i64> {
     if !unsafe { pg_sys::superuser() } {
-        return Err(SeqgenError::Unsupported(format!("only superusers may rewind the {}", kind.reservation())));
+        return Err(SeqgenError::SuperuserOnly(kind.rewind_call()));
     }
     if to_id < 0 {
         return Err(SeqgenError::InvalidArgument(format!("to_id must not be negative, got {to_id}")));

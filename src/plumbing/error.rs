@@ -79,6 +79,12 @@ pub enum SeqgenError {
     NotGapless(String),
     #[error("the gapless number of tag \"{tag}\", key \"{key}\" is held by another transaction until it ends")]
     GaplessBusy { tag: String, key: String },
+    #[error("gapless key column \"{column}\" of table {table} has type {ty}, whose text depends on session settings")]
+    GaplessKeyType { table: String, column: String, ty: String },
+    #[error("permission denied to number the rows of table {table} at commit")]
+    GaplessPrivilege { table: String, column: String },
+    #[error("could not write the gapless number of row {ctid} of table {table}")]
+    GaplessNotWritten { table: String, ctid: String },
     #[error("tag \"{0}\" has no template")]
     NoTemplate(String),
     #[error("the template of tag \"{0}\" numbers per key ({{key}}): call seqgen_order_no(biz_tag, key)")]
@@ -135,7 +141,10 @@ impl SeqgenError {
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) | GaplessBusy { .. } => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
-            TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) => ERRCODE_INSUFFICIENT_PRIVILEGE,
+            TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) | GaplessPrivilege { .. } => {
+                ERRCODE_INSUFFICIENT_PRIVILEGE
+            }
+            GaplessNotWritten { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
             BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             // 22008 (datetime_field_overflow is datetime_value_out_of_range)
@@ -145,9 +154,21 @@ impl SeqgenError {
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyDatabases(_) => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            Unsupported(_) | PreparedReservation => ERRCODE_FEATURE_NOT_SUPPORTED,
+            Unsupported(_) | PreparedReservation | GaplessKeyType { .. } => ERRCODE_FEATURE_NOT_SUPPORTED,
             Internal(_) => ERRCODE_INTERNAL_ERROR,
         }
+    }
+
+    /// Facts about the error (the DETAIL line), where there are some.
+    pub fn detail(&self) -> Option<String> {
+        use SeqgenError::*;
+        Some(match self {
+            At { inner, .. } => return inner.detail(),
+            GaplessKeyType { .. } => "Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.".into(),
+            GaplessPrivilege { column, .. } => format!("Numbering at commit updates column \"{column}\" of the rows the role wrote, found by their ctid: the role needs SELECT on the table (a grant on columns does not cover ctid) and UPDATE on column \"{column}\"."),
+            GaplessNotWritten { .. } => "The update that writes the number changed no row: a BEFORE UPDATE trigger returned NULL, or a row-level security policy hides the row from the committing role.".into(),
+            _ => return None,
+        })
     }
 
     pub fn hint(&self) -> Option<String> {
@@ -177,12 +198,15 @@ impl SeqgenError {
             TimeExhausted(_) => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
             BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
             NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),
-            TemplateLacksKey(t) => format!("Put the key in the template, e.g. SELECT seqgen_set_template('{t}', '{{key}}-{{seq:6}}');"),
+            TemplateLacksKey(t) => format!("Put the key in the template, e.g. SELECT seqgen_set_template('{t}', '{{key}}-{{seq:6}}'); a gapless tag takes its template when it is created: seqgen_create_gapless('{t}', '{{key}}-{{seq:6}}')."),
             GaplessBusy { .. } => "Numbers of one key are given out one transaction at a time: number at commit (seqgen_gapless_attach) to hold the key only while a transaction commits, or raise seqgen.allocation_timeout (or the session's lock_timeout).".into(),
             NotGapless(t) => format!("Segment tags are drawn with seqgen_next('{t}'); create a gapless one with seqgen_create_gapless()."),
             NeedsUpdate(_) => "Run ALTER EXTENSION pg_seqgen UPDATE in this database.".into(),
             WorkerFailed { .. } => "Only this tag's request failed; see seqgen_worker_status() and the server log.".into(),
             PreparedReservation => "A raised reservation must count from the moment its transaction commits, which a prepared transaction cannot promise: write it in a transaction that commits without PREPARE TRANSACTION.".into(),
+            GaplessKeyType { .. } => "Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).".into(),
+            GaplessPrivilege { .. } => "Grant the committing role SELECT on the table and UPDATE on the number column.".into(),
+            GaplessNotWritten { .. } => "Let the committing role update the rows it inserts: no BEFORE UPDATE trigger may return NULL for the numbering update, and the table's SELECT and UPDATE policies must admit the row.".into(),
             OrderOverflow { .. } => "Use a wider {seq:N} or a finer period; for periods of a second, seqgen.order_no_overflow = wait waits for the next second instead.".into(),
             _ => return None,
         })
@@ -194,6 +218,9 @@ impl SeqgenError {
         // `tag "t" key "k"` (tags cannot contain the separator, so only such names change)
         let shown = crate::plumbing::shmem::shown_name;
         let mut report = ErrorReport::new(self.sqlstate(), shown(self.to_string()), "pg_seqgen");
+        if let Some(d) = self.detail() {
+            report = report.set_detail(shown(d));
+        }
         if let Some(h) = self.hint() {
             report = report.set_hint(shown(h));
         }

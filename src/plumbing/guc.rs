@@ -22,6 +22,7 @@ pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
 /// Internal: set by `seqgen_restart_undo` and the rewind functions while they lower a value
 /// the catalog's guards otherwise keep from going down. Superuser-only, not shown.
 pub static REWINDING: GucSetting<bool> = GucSetting::<bool>::new(false);
+pub static CHANGING_TEMPLATE: GucSetting<bool> = GucSetting::<bool>::new(false);
 pub static ORDER_NO_OVERFLOW: GucSetting<Overflow> = GucSetting::<Overflow>::new(Overflow::Error);
 
 /// What `seqgen_order_no` does when a period's counter is full.
@@ -158,6 +159,14 @@ pub fn register() {
         c"Internal: lets pg_seqgen's own undo and rewind functions lower a guarded value.",
         c"",
         &REWINDING,
+        GucContext::Suset,
+        GucFlags::NO_SHOW_ALL | GucFlags::NO_RESET_ALL | GucFlags::DISALLOW_IN_FILE,
+    );
+    GucRegistry::define_bool_guc(
+        c"seqgen.changing_template",
+        c"Internal: lets seqgen_set_template() write a template (the catalog refuses an UPDATE of one by hand).",
+        c"",
+        &CHANGING_TEMPLATE,
         GucContext::Suset,
         GucFlags::NO_SHOW_ALL | GucFlags::NO_RESET_ALL | GucFlags::DISALLOW_IN_FILE,
     );

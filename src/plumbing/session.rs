@@ -66,3 +66,108 @@ pub fn as_role<R>(role: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
         .execute();
     r
 }
+
+/// A column value read by [`latest`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    Null,
+    Int(i64),
+    Text(String),
+    Bool(bool),
+}
+
+impl Val {
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Val::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+    pub fn text(&self) -> Option<String> {
+        match self {
+            Val::Text(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Run one statement (a read, a row lock or a change) against the latest committed state, as
+/// PostgreSQL's own foreign-key checks do, whatever the transaction's isolation level: under
+/// REPEATABLE READ or SERIALIZABLE the transaction's snapshot is older, and a check that
+/// guards uniqueness (a template change) must not decide on it (it missed a counter row an
+/// allocator committed after the snapshot, and accepted a template that repeated numbers).
+/// Under READ COMMITTED this is what every statement sees anyway. Columns of type bigint,
+/// integer, smallint, text and boolean are returned; others as NULL.
+pub fn latest(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<Vec<Vec<Val>>, pgrx::spi::Error> {
+    use pgrx::FromDatum;
+    Spi::connect_mut(|_c| {
+        let query = CString::new(sql).expect("no NUL in SQL");
+        let mut types: Vec<pg_sys::Oid> = args.iter().map(|a| a.oid()).collect();
+        let mut values: Vec<pg_sys::Datum> =
+            args.iter().map(|a| a.datum().map_or(pg_sys::Datum::from(0usize), |d| d.sans_lifetime())).collect();
+        let nulls: Vec<std::os::raw::c_char> =
+            args.iter().map(|a| if a.datum().is_some() { b' ' as _ } else { b'n' as _ }).collect();
+        unsafe {
+            let plan = pg_sys::SPI_prepare(query.as_ptr(), types.len() as i32, types.as_mut_ptr());
+            if plan.is_null() {
+                return Err(spi_code(pg_sys::SPI_result));
+            }
+            let rc = pg_sys::SPI_execute_snapshot(
+                plan,
+                values.as_mut_ptr(),
+                nulls.as_ptr(),
+                pg_sys::GetLatestSnapshot(),
+                std::ptr::null_mut(),
+                false,
+                true,
+                0,
+            );
+            if rc < 0 {
+                pg_sys::SPI_freeplan(plan);
+                return Err(spi_code(rc));
+            }
+            let table = pg_sys::SPI_tuptable;
+            let mut rows = vec![];
+            if table.is_null() {
+                pg_sys::SPI_freeplan(plan);
+                return Ok(rows);
+            }
+            let desc = (*table).tupdesc;
+            let natts = (*desc).natts;
+            for i in 0..pg_sys::SPI_processed as usize {
+                let tuple = *(*table).vals.add(i);
+                let mut row = Vec::with_capacity(natts as usize);
+                for col in 1..=natts {
+                    let mut isnull = false;
+                    let d = pg_sys::SPI_getbinval(tuple, desc, col, &mut isnull);
+                    let ty = pg_sys::SPI_gettypeid(desc, col);
+                    let v = if isnull {
+                        Val::Null
+                    } else if ty == pg_sys::INT8OID {
+                        i64::from_datum(d, false).map_or(Val::Null, Val::Int)
+                    } else if ty == pg_sys::INT4OID {
+                        i32::from_datum(d, false).map_or(Val::Null, |v| Val::Int(v as i64))
+                    } else if ty == pg_sys::INT2OID {
+                        i16::from_datum(d, false).map_or(Val::Null, |v| Val::Int(v as i64))
+                    } else if ty == pg_sys::TEXTOID {
+                        String::from_datum(d, false).map_or(Val::Null, Val::Text)
+                    } else if ty == pg_sys::BOOLOID {
+                        bool::from_datum(d, false).map_or(Val::Null, Val::Bool)
+                    } else {
+                        Val::Null
+                    };
+                    row.push(v);
+                }
+                rows.push(row);
+            }
+            pg_sys::SPI_freeplan(plan);
+            Ok(rows)
+        }
+    })
+}
+
+fn spi_code(code: i32) -> pgrx::spi::Error {
+    pgrx::spi::SpiError::SpiError(
+        pgrx::spi::SpiErrorCodes::try_from(code).unwrap_or(pgrx::spi::SpiErrorCodes::Argument),
+    )
+}
