@@ -450,8 +450,8 @@ enum Outcome {
     /// Snowflake: the persisted high-water ID was read (Load) or written (Extend); `None`:
     /// the row was locked.
     Snowflake(Option<i64>),
-    /// Loads: the tag exists, with this configured step and identity.
-    Loaded(i64, Ident),
+    /// Loads: the tag exists, with this configured step, identity and owner.
+    Loaded(catalog::Loaded),
     Template(TemplateRead),
     Order(OrderReserve),
     /// Verify: the slots that no longer serve their row.
@@ -793,8 +793,8 @@ fn run_job(
         // block) is reserved when it is first needed, so a call that fails later (e.g. a tag
         // without a template) has reserved nothing.
         Job::Load { tag, .. } => match plans.tag_load(client, tag)? {
-            Some((_, _, true)) => Outcome::Reserved(Reserve::Gapless),
-            Some((step, ident, false)) => Outcome::Loaded(step, ident),
+            Some(l) if l.gapless => Outcome::Reserved(Reserve::Gapless),
+            Some(l) => Outcome::Loaded(l),
             None => Outcome::Reserved(Reserve::Missing),
         },
         Job::Range { slot, n, .. } => Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |_| *n)?),
@@ -802,7 +802,9 @@ fn run_job(
         Job::Order { slot, text, zone, want, .. } => {
             let s = &slots[slot.idx];
             let (cur, last) = (s.ord_cur_step.load(Ordering::Relaxed), s.ord_last_ms.load(Ordering::Relaxed));
-            let size = sizer(policy, &slot.tag, cur, last, now);
+            // order blocks of tags and keys alike: from one number up (see `key_step`)
+            let lasted = (last != 0).then(|| Duration::from_millis((now - last).max(0) as u64));
+            let size = move |step| key_step(policy, cur, step, lasted);
             Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, (text, zone), *want, size)?)
         }
         Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. } => {
@@ -1025,8 +1027,8 @@ fn failure_code(o: &Outcome) -> u32 {
 /// Apply a committed outcome to shared memory.
 fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
     match (job, outcome) {
-        (Job::Load { mb, seq, tag }, Outcome::Loaded(step, ident)) => {
-            let (idx, gen) = assign_slot(h, tag, step, ident, now);
+        (Job::Load { mb, seq, tag }, Outcome::Loaded(l)) => {
+            let (idx, gen) = assign_slot(h, tag, l, now);
             answer(&h.mailboxes[*mb], *seq, code::OK, idx as i64, gen as i64, "")
         }
         (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. })) => {
@@ -1180,9 +1182,11 @@ fn slot_error(s: &TagSlot, c: u32) {
 /// dropped and created again, or the catalog re-created) is retired first. When no slot is
 /// free, the least recently used one is evicted: shared memory is a cache of the catalog, and
 /// what the evicted slot had reserved becomes a gap. The last-reservation times start at 0 so
-/// the first segment and block have the configured step (Leaf's rule then sees a "slow"
-/// previous segment and does not grow the step).
-fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64) -> (usize, u64) {
+/// the first segment has the configured step (Leaf's rule then sees a "slow" previous segment
+/// and does not grow the step); the first order-number block has one number (it grows while
+/// blocks are used up quickly), so that what an eviction takes from a tag's period is small.
+fn assign_slot(h: &'static Header, tag: &str, loaded: catalog::Loaded, now: i64) -> (usize, u64) {
+    let (step, ident) = (loaded.step, loaded.ident);
     let evicted = shmem::with_dir_lock(h, true, || {
         let slots = shmem::all_slots(h);
         if let Some(idx) = shmem::find_slot(h, tag.as_bytes()) {
@@ -1195,7 +1199,7 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         let (idx, evicted) = match shmem::take_free_slot(h) {
             Some(idx) => (idx, None),
             None => {
-                let victim = least_recently_used(h, now);
+                let victim = least_recently_used(h, now, loaded.owner);
                 let name = String::from_utf8_lossy(slots[victim].name()).into_owned();
                 let idle_ms = now - slots[victim].active_ms.load(Ordering::Relaxed);
                 // retired, it is the free list's head: taken from there like any free slot
@@ -1211,6 +1215,7 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         s.seg.reset();
         s.set_name(tag.as_bytes());
         s.set_ident(ident);
+        s.owner.store(loaded.owner, Ordering::Relaxed);
         s.want.store(0, Ordering::Relaxed);
         s.err_code.store(code::OK, Ordering::Relaxed);
         s.locked.store(0, Ordering::Relaxed);
@@ -1229,9 +1234,10 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
         s.ord_err_code.store(code::OK, Ordering::Relaxed);
         s.ord_locked.store(0, Ordering::Relaxed);
         s.ord_waits.store(0, Ordering::Relaxed);
-        // a key's order numbers start at one number a block (its stored step is its values')
-        let ord_step = if shmem::split_name(tag).1.is_some() { 1 } else { step };
-        s.ord_cur_step.store(ord_step, Ordering::Relaxed);
+        // order numbers start at one number a block (a key's stored step is its values', a
+        // tag's its segments'): an eviction, a restart or a drop loses at most what the
+        // block grew to since the slot was loaded, never a tenth of the period
+        s.ord_cur_step.store(1, Ordering::Relaxed);
         s.ord_last_ms.store(0, Ordering::Relaxed);
         s.tpl.set_state(shmem::TPL_UNKNOWN);
         s.key_set.store(0, Ordering::Relaxed);
@@ -1264,14 +1270,23 @@ fn assign_slot(h: &'static Header, tag: &str, step: i64, ident: Ident, now: i64)
 /// least recently used of them goes.
 const EVICTION_SAMPLE: usize = 32;
 
-/// The slot to evict: of `EVICTION_SAMPLE` slots after the hand, the one unused longest.
-/// Caller holds `dir_lock` exclusive and every slot is active.
-fn least_recently_used(h: &'static Header, now: i64) -> usize {
+/// The slot to evict: of `EVICTION_SAMPLE` slots after the hand, first one of the same owner
+/// as the tag that needs a slot (a role's churn of its own tags and keys evicts its own slots,
+/// not another role's), then one without undrawn order numbers (an eviction loses what is
+/// left of a slot's order block, out of a period's limited capacity), then the one unused
+/// longest. Caller holds `dir_lock` exclusive and every slot is active.
+fn least_recently_used(h: &'static Header, now: i64, owner: u32) -> usize {
     let slots = shmem::all_slots(h);
     let start = h.evict_hand.fetch_add(EVICTION_SAMPLE as u32, Ordering::Relaxed) as usize;
     (start..start + EVICTION_SAMPLE.min(slots.len()))
         .map(|i| i % slots.len())
-        .min_by_key(|&i| slots[i].active_ms.load(Ordering::Relaxed).min(now))
+        .min_by_key(|&i| {
+            let s = &slots[i];
+            let other_owner = s.owner.load(Ordering::Relaxed) != owner;
+            let ord = s.ord.snapshot();
+            let live_block = ord.next.is_some() || ord.current.is_some_and(|c| ord.used < c.len);
+            (other_owner, live_block, s.active_ms.load(Ordering::Relaxed).min(now))
+        })
         .unwrap_or(0)
 }
 

@@ -40,7 +40,7 @@ const LOCK_ROW: &str = "SELECT max_id, step, opaque_from, node_bits, tableoid::p
      FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED";
 const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const KEY_READ: &str = "SELECT key FROM seqgen.opaque_key WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-const TAG_LOAD: &str = "SELECT step, tableoid::pg_catalog.int8, tag_id, gapless FROM seqgen.alloc \
+const TAG_LOAD: &str = "SELECT step, tableoid::pg_catalog.int8, tag_id, gapless, owner::pg_catalog.oid::pg_catalog.int8 FROM seqgen.alloc \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seqgen.alloc \
      WHERE biz_tag OPERATOR(pg_catalog.=) ANY ($1)";
@@ -151,6 +151,17 @@ fn ident_of(rel: Option<i64>, tag_id: Option<i64>) -> Ident {
     Ident { rel: rel.unwrap_or(0) as u32, tag_id: tag_id.unwrap_or(0) }
 }
 
+/// What loading a tag (or a key of it) reads: its step (a key's own), its row's identity,
+/// whether it is gapless, and its owner (the role whose slots an eviction for this tag takes
+/// first).
+#[derive(Debug, Clone, Copy)]
+pub struct Loaded {
+    pub step: i64,
+    pub ident: Ident,
+    pub gapless: bool,
+    pub owner: u32,
+}
+
 /// The worker's statements, planned once and kept across transactions (SPI_keepplan).
 pub struct Plans {
     lock_row: OwnedPreparedStatement,
@@ -207,20 +218,21 @@ impl Plans {
         })
     }
 
-    /// The tag's configured step and identity, if it exists (committed), and whether it is
+    /// The tag's configured step, identity and owner, if it exists (committed), and whether it is
     /// gapless (then the segment generators refuse it).
     /// For a keyed counter (`name` is a tag and a key), the step is the one the key last
     /// reserved (1 for a new key): a key's step adapts to its own rate, from 1 up.
-    pub fn tag_load(&self, client: &SpiClient<'_>, name: &str) -> spi::Result<Option<(i64, Ident, bool)>> {
+    pub fn tag_load(&self, client: &SpiClient<'_>, name: &str) -> spi::Result<Option<Loaded>> {
         let (tag, key) = split_name(name);
-        let Some((step, ident, gapless)) = self.tag_row(client, tag)? else { return Ok(None) };
-        let Some(key) = key else { return Ok(Some((step, ident, gapless))) };
+        let Some(mut row) = self.tag_row(client, tag)? else { return Ok(None) };
+        let Some(key) = key else { return Ok(Some(row)) };
         let t = client.select(&self.key_step, Some(1), &[tag.into(), key.into()])?;
         let stored = if t.is_empty() { None } else { t.first().get_one::<i32>()? };
-        Ok(Some((stored.map_or(1, i64::from).max(1), ident, gapless)))
+        row.step = stored.map_or(1, i64::from).max(1);
+        Ok(Some(row))
     }
 
-    fn tag_row(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<(i64, Ident, bool)>> {
+    fn tag_row(&self, client: &SpiClient<'_>, tag: &str) -> spi::Result<Option<Loaded>> {
         let t = client.select(&self.tag_load, Some(1), &[tag.into()])?;
         if t.is_empty() {
             return Ok(None);
@@ -228,7 +240,8 @@ impl Plans {
         let row = t.first();
         let (step, rel, id) = row.get_three::<i32, i64, i64>()?;
         let gapless = row.get::<bool>(4)?.unwrap_or(false);
-        Ok(Some((step.unwrap_or(1) as i64, ident_of(rel, id), gapless)))
+        let owner = row.get::<i64>(5)?.unwrap_or(0) as u32;
+        Ok(Some(Loaded { step: step.unwrap_or(1) as i64, ident: ident_of(rel, id), gapless, owner }))
     }
 
     /// The identities of the named tags that exist.
@@ -247,7 +260,7 @@ impl Plans {
     /// The template, time zone and opaque key of the tag whose row is `expect`.
     pub fn template_read(&self, client: &SpiClient<'_>, tag: &str, expect: Ident) -> spi::Result<TemplateRead> {
         match self.tag_load(client, tag)? {
-            Some((_, ident, _)) if ident == expect => {}
+            Some(l) if l.ident == expect => {}
             _ => return Ok(TemplateRead::Stale),
         }
         // a key's counter has its tag's template

@@ -339,6 +339,9 @@ pub struct TagSlot {
     name: UnsafeCell<[u8; SLOT_NAME_MAX + 1]>,
     ident_rel: AtomicU32,
     ident_tag: AtomicI64,
+    /// The role that owns the tag: an eviction for one of its tags (or keys) takes its own
+    /// slots first, so that one role's churn does not evict another role's tags.
+    pub owner: AtomicU32,
     /// Set by a backend (or the trigger offset) to ask for the next segment.
     pub want: AtomicU32,
     /// Incremented by the worker whenever an allocation for this slot fails; `err_code` says why.

@@ -402,3 +402,65 @@ fn hand_edits_that_could_repeat_are_refused() {
     }
     assert_unique_numbers("order numbers around the refused hand edits", &texts);
 }
+
+/// Item 6: another role could stop a tag's order numbers until the period ended. Each time the
+/// tag's slot was evicted (by a role drawing new keys of its own tag) and loaded again, its next
+/// order number reserved a new block of up to a tenth of the period's capacity and the rest of
+/// the old one was lost: `INV{yyyy}{MM}{dd}{seq:4}` got 0001, 1000, 1999, ..., then 2200H for
+/// the rest of the day after about 6 s. Now an eviction takes the churning role's own slots
+/// first, then slots without undrawn order numbers, and a reloaded slot's order block starts
+/// at one number: the victim loses (almost) nothing and is never refused.
+#[test]
+fn one_role_cannot_drain_another_roles_order_numbers() {
+    let c = Cluster::init("h3_drain", 57910, &["seqgen.max_tags = 64"]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE victim LOGIN; CREATE ROLE att LOGIN;
+         GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO victim, att;",
+    );
+    let mut victim = as_role(&c, "victim");
+    let mut att = as_role(&c, "att");
+    victim
+        .batch_execute(
+            "SELECT seqgen_create('inv4'); SELECT seqgen_set_template('inv4', 'INV{yyyy}{MM}{dd}{seq:4}');
+             SELECT seqgen_create('invk'); SELECT seqgen_set_template('invk', '{key}-{yyyy}{MM}{dd}-{seq:2}');",
+        )
+        .unwrap();
+    att.batch_execute("SELECT seqgen_create('mine')").unwrap();
+    let rounds = 40;
+    let (mut plain, mut keyed, mut errors) = (vec![], vec![], vec![]);
+    for round in 0..rounds {
+        // the attacker: 100 keys no one drew before, more than the 64 slots hold
+        att.batch_execute(&format!(
+            "SELECT count(seqgen_next('mine', 'r{round}-' || g)) FROM generate_series(1, 100) g"
+        ))
+        .unwrap();
+        for (sql, out) in
+            [("SELECT seqgen_order_no('inv4')", &mut plain), ("SELECT seqgen_order_no('invk', 'k1')", &mut keyed)]
+        {
+            match victim.query_one(sql, &[]) {
+                Ok(r) => out.push(r.get::<_, String>(0)),
+                Err(e) => errors.push(format!("round {round}: {sql}: {}", sqlstate(&e).unwrap_or_default())),
+            }
+        }
+    }
+    // every key of the attack was loaded into one of the 64 slots: 4,000 loads, each an eviction
+    let evictions = c.one_i64("SELECT count(*) FROM seqgen.key_counter WHERE biz_tag = 'mine'") - 64;
+    let counter = |s: &String, digits: usize| s[s.len() - digits..].parse::<i64>().unwrap();
+    let lost_plain = plain.last().map_or(0, |s| counter(s, 4)) - plain.len() as i64;
+    let lost_keyed = keyed.last().map_or(0, |s| counter(s, 2)) - keyed.len() as i64;
+    println!(
+        "{rounds} rounds of 100 new keys by another role ({evictions} evictions): the victim's {{seq:4}} tag lost {lost_plain} \
+         numbers, its {{seq:2}} key {lost_keyed}; errors {errors:?}; last {:?} {:?}",
+        plain.last(),
+        keyed.last()
+    );
+    assert!(evictions >= rounds as i64 * 90, "the attack did not load its keys: {evictions}");
+    assert!(errors.is_empty(), "the victim was refused: {errors:?}");
+    assert_unique_numbers("the victim's order numbers", &plain);
+    assert_unique_numbers("the victim's keyed order numbers", &keyed);
+    // at most a few numbers a round (a block that had grown to two or three numbers)
+    assert!(lost_plain <= rounds as i64, "the victim's tag lost {lost_plain} numbers");
+    assert!(lost_keyed <= rounds as i64, "the victim's key lost {lost_keyed} numbers");
+}
