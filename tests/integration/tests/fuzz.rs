@@ -15,6 +15,16 @@
 //! * a heal: every fault ends (processes continued, locks released, prepared transactions
 //!   finished, the clock back).
 //!
+//! Beside the draws it keeps a model of what must happen (issue 29): which tags exist, which
+//! of them the ordinary role `fz_app` was granted (a committed grant or revoke, a drop; an
+//! unknown state after a prepared one until the next committed one), the floor of every
+//! committed restart, whether a fault is active, and how many order numbers a victim tag drew
+//! in its period while a second tenant (`fz_att`) churns keys of its own tag. Judged against
+//! it: `fz_app` is never served a tag it was not granted; every value of a tag drawn after a
+//! committed restart is at or above its floor; a superuser's draw of an existing tag with no
+//! fault active is never refused (42704, 42501, 55000, 0A000: only waits may fail); and the
+//! victim's period is never full (2200H) before an eighth of its capacity was drawn.
+//!
 //! After every step it checks: no value or text returned by any call (committed or rolled
 //! back) was returned before (per tag incarnation and database; snowflakes and UUIDv7s
 //! server-wide); each session's values of a tag (and of each key) increase, unless the tag
@@ -154,7 +164,17 @@ enum Op {
     Admin(usize, Admin, Shape),
     Fault(Fault),
     Heal(bool),
+    /// The second tenant `fz_att` draws this many keys of its own tag `z` that no one drew
+    /// before (evicting slots), then a superuser draws one order number of the victim tag `v`.
+    Churn(u32),
 }
+
+/// The session of the second tenant (database `postgres`), beside the four of `SESSIONS`.
+const ATTACKER: usize = 4;
+/// The victim's template: a thousand numbers a day; an eighth of them must be drawn before its
+/// period may be full.
+const VICTIM_TEMPLATE: &str = "V{yyyy}{MM}{dd}{seq:3}";
+const VICTIM_CAPACITY: u64 = 999;
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -163,6 +183,7 @@ impl fmt::Display for Op {
             Op::Admin(s, a, shape) => write!(f, "session {s} ({}) {a:?} [{shape:?}]", DBS[s % 2]),
             Op::Fault(x) => write!(f, "fault {x:?}"),
             Op::Heal(c) => write!(f, "heal (prepared transactions {})", if *c { "committed" } else { "rolled back" }),
+            Op::Churn(n) => write!(f, "fz_att draws {n} new keys, then one victim order number"),
         }
     }
 }
@@ -188,10 +209,11 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // order numbers mostly from tags a and b (so templates change under drawn
                 // numbers often)
                 let ot = if rng.random_bool(0.8) { t % 2 } else { t };
-                let d = match rng.random_range(0..25) {
+                let d = match rng.random_range(0..27) {
                     23..=24 => Draw::Keyed(t, [1, 3, 40][rng.random_range(0..3)]),
                     0..=3 => Draw::Next(t),
-                    4 => Draw::InTurn(t),
+                    // per-session blocks: many tags in turn, often
+                    4 | 25..=26 => Draw::InTurn(t),
                     5..=6 => Draw::Batch(t, [1, 7, 100, 2000][rng.random_range(0..4)]),
                     7..=11 => Draw::OrderNo(ot, [1, 30, 150][rng.random_range(0..3)]),
                     // mostly from c, which starts with a template per key
@@ -213,7 +235,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // administrative calls mostly from the superuser sessions (the ordinary role
                 // has EXECUTE on the drawing functions only)
                 let s = if rng.random_bool(0.9) { s % 2 } else { s };
-                let a = match rng.random_range(0..26) {
+                let a = match rng.random_range(0..29) {
                     0..=3 => Admin::Create(t, [1, 10, 100][rng.random_range(0..3)]),
                     4 => Admin::Drop(t),
                     5 => Admin::Alter(t, [5, 50][rng.random_range(0..2)]),
@@ -236,7 +258,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     17..=18 => {
                         Admin::HandRaise(rng.random_range(0..2), [3_600_000, 500, -5000][rng.random_range(0..3)])
                     }
-                    19..=20 => Admin::Grant(t, rng.random_bool(0.5)),
+                    19..=20 | 26..=28 => Admin::Grant(t, rng.random_bool(0.5)),
                     21..=22 => Admin::Apply(rng.random_range(0..2), t),
                     23 if rng.random_bool(0.3) => Admin::Apply(2, t),
                     24 => Admin::KeyStatus(t),
@@ -267,6 +289,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     _ => Fault::ClockForward([60_000, 86_400_000][rng.random_range(0..2)]),
                 })
             }
+            92..=95 => Op::Churn([20, 60][rng.random_range(0..2)]),
             _ => Op::Heal(rng.random_bool(0.5)),
         };
         ops.push(op);
@@ -275,6 +298,24 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
         }
     }
     ops
+}
+
+/// What must happen, as far as the fuzzer knows for certain.
+#[derive(Default)]
+struct Model {
+    /// Per tag incarnation: is `fz_app` granted it (`None`: unknown, a prepared grant or
+    /// revoke is pending). A new incarnation is not granted.
+    granted: HashMap<TagKey, Option<bool>>,
+    /// Per tag incarnation: the floor of the committed restarts, and the floors before each
+    /// (an undo goes back one); unknown after a prepared restart or undo.
+    floors: HashMap<TagKey, i64>,
+    floor_undo: HashMap<TagKey, Vec<i64>>,
+    floor_unknown: HashSet<TagKey>,
+    /// A fault is active (from a fault step to the next heal).
+    fault_active: bool,
+    /// Order numbers of the victim tag drawn in its current period (reset when the clock moves
+    /// or the victim is created again).
+    victim_drawn: u64,
 }
 
 /// One fuzzing run on its own cluster.
@@ -305,6 +346,9 @@ struct Run {
     flakes53: HashSet<i64>,
     uuids: HashSet<String>,
     log_seen: usize,
+    /// The model (see the module's comment).
+    model: Model,
+    churns: u32,
     pub log: Vec<String>,
     pub calls: usize,
     pub longest: Duration,
@@ -329,7 +373,7 @@ impl Run {
         )
         .with_clock_shift();
         c.start();
-        c.sql("CREATE ROLE fz_app LOGIN");
+        c.sql("CREATE ROLE fz_app LOGIN; CREATE ROLE fz_att LOGIN");
         c.sql(&format!("CREATE DATABASE {}", DBS[1]));
         // every tag exists at the start, half of them with a template (steps drop and create
         // them again)
@@ -349,6 +393,10 @@ impl Run {
                  GRANT INSERT, SELECT ON gl_t, gl_d TO fz_app; GRANT UPDATE (no) ON gl_t TO fz_app;",
             )
             .unwrap();
+            cl.batch_execute(
+                "GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text), seqgen_next(text, text) TO fz_att",
+            )
+            .unwrap();
             for (i, t) in TAGS.iter().enumerate() {
                 cl.batch_execute(&format!("SELECT seqgen_create('{t}', 10)")).unwrap();
                 // a and c start with templates: a's plain, c's per key
@@ -358,9 +406,10 @@ impl Run {
                 }
             }
         }
+        let exists = (0..DBS.len()).flat_map(|db| (0..TAGS.len()).map(move |t| (db, t))).collect();
         Run {
             c,
-            sessions: (0..SESSIONS).map(|_| None).collect(),
+            sessions: (0..=ATTACKER).map(|_| None).collect(),
             holder: None,
             stopped: vec![],
             clock_base: 0,
@@ -370,7 +419,7 @@ impl Run {
             incarnation: HashMap::new(),
             last_drawn: HashMap::new(),
             unordered: HashSet::new(),
-            exists: HashSet::new(),
+            exists,
             templated: HashSet::new(),
             ids: HashMap::new(),
             texts: HashMap::new(),
@@ -378,6 +427,8 @@ impl Run {
             flakes53: HashSet::new(),
             uuids: HashSet::new(),
             log_seen: 0,
+            model: Model::default(),
+            churns: 0,
             log: vec![],
             calls: 0,
             longest: Duration::ZERO,
@@ -385,7 +436,11 @@ impl Run {
     }
 
     fn conninfo(&self, s: usize) -> String {
-        let user = if s == 3 { " user=fz_app" } else { "" };
+        let user = match s {
+            3 => " user=fz_app",
+            ATTACKER => " user=fz_att",
+            _ => "",
+        };
         format!("{}{user}", self.c.conninfo(DBS[s % 2]))
     }
 
@@ -484,6 +539,74 @@ impl Run {
         }
     }
 
+    /// No fault active, nothing prepared, no lock held, the clock where it belongs.
+    fn quiet(&self) -> bool {
+        !self.model.fault_active && self.prepared.is_empty() && self.holder.is_none() && self.stopped.is_empty()
+    }
+
+    /// The model's judgment of one value a draw returned: the ordinary role is never served a
+    /// tag it was not granted; a tag's value is at or above its committed restarts' floor.
+    fn judge(&self, s: usize, db: usize, d: &Draw, v: &str) -> Result<(), String> {
+        let (t, id) = match d {
+            Draw::Next(t) | Draw::Batch(t, _) => (*t, v.parse::<i64>().ok()),
+            Draw::InTurn(_) => match v.split_once(':') {
+                Some((t, id)) => (t.parse().map_err(|_| format!("not a tag index: {v}"))?, id.parse::<i64>().ok()),
+                None => return Ok(()),
+            },
+            // keys count on their own: the tag's grant still applies
+            Draw::Keyed(t, _) | Draw::OrderNo(t, _) | Draw::OrderKeyed(t, _) => (*t, None),
+            _ => return Ok(()),
+        };
+        let key = self.tag_key(db, t);
+        if s == 3 && self.model.granted.get(&key).copied().unwrap_or(Some(false)) == Some(false) {
+            return Err(format!("fz_app was served {v} of tag {} in {}, which it was not granted", TAGS[t], DBS[db]));
+        }
+        if let (Some(id), Some(floor)) = (id, self.model.floors.get(&key)) {
+            if id < *floor && !self.unordered.contains(&key) && !self.model.floor_unknown.contains(&key) {
+                return Err(format!("session {s} drew {id} of tag {} below its committed restart to {floor}", TAGS[t]));
+            }
+        }
+        Ok(())
+    }
+
+    /// Record a committed (`Some(true)`) or pending (`None`) change of the model for `a`.
+    fn model_admin(&mut self, db: usize, a: &Admin, committed: Option<bool>) {
+        let key = |t: &usize, r: &Run| r.tag_key(db, *t);
+        match (a, committed) {
+            (Admin::Grant(t, g), Some(true)) => {
+                let k = key(t, self);
+                self.model.granted.insert(k, Some(*g));
+            }
+            (Admin::Grant(t, _), None) => {
+                let k = key(t, self);
+                self.model.granted.insert(k, None);
+            }
+            (Admin::Restart(t, v, _), Some(true)) => {
+                let k = key(t, self);
+                let before = self.model.floors.get(&k).copied().unwrap_or(i64::MIN);
+                self.model.floor_undo.entry(k).or_default().push(before);
+                self.model.floors.insert(k, before.max(*v));
+            }
+            (Admin::RestartUndo(t), Some(true)) => {
+                let k = key(t, self);
+                match self.model.floor_undo.get_mut(&k).and_then(|u| u.pop()) {
+                    Some(f) => {
+                        self.model.floors.insert(k, f);
+                    }
+                    None => {
+                        self.model.floor_unknown.insert(k);
+                    }
+                }
+            }
+            (Admin::Restart(t, ..) | Admin::RestartUndo(t) | Admin::NodeBits(t, _), _) => {
+                // a pending restart, or values laid out with node bits: no floor to judge by
+                let k = key(t, self);
+                self.model.floor_unknown.insert(k);
+            }
+            _ => {}
+        }
+    }
+
     fn tag_key(&self, db: usize, t: usize) -> (usize, usize, u32) {
         (db, t, *self.incarnation.get(&(db, t)).unwrap_or(&0))
     }
@@ -526,9 +649,27 @@ impl Run {
         }
         let values = match rows {
             Ok(v) => v,
-            Err(e) => return Ok(Err(e)),
+            Err(e) => {
+                // the model: a superuser's draw of a tag that exists, with no fault active,
+                // may wait (and time out) but is never refused
+                if let (Draw::Next(t), true) = (d, s != 3 && s != ATTACKER) {
+                    let refused = ["42704", "42501", "55000", "0A000"].contains(&e.as_str());
+                    if refused
+                        && self.quiet()
+                        && self.exists.contains(&(db, *t))
+                        && !self.model.floor_unknown.contains(&self.tag_key(db, *t))
+                    {
+                        return Err(format!(
+                            "session {s} was refused tag {} with {e}: it exists and no fault is active",
+                            TAGS[*t]
+                        ));
+                    }
+                }
+                return Ok(Err(e));
+            }
         };
         for v in &values {
+            self.judge(s, db, d, v)?;
             let fresh = match d {
                 Draw::Next(t) | Draw::Batch(t, _) => {
                     let key = self.tag_key(db, *t);
@@ -659,7 +800,10 @@ impl Run {
                     Some(match action {
                         "created" => Admin::Create(t, 0),
                         "dropped" => Admin::Drop(t),
+                        "granted to fz_app" => Admin::Grant(t, true),
+                        "revoked from fz_app" => Admin::Grant(t, false),
                         a if a.starts_with("template ") => Admin::Template(t, 0, 0),
+                        a if a.starts_with("restarted at ") => Admin::Restart(t, a[13..].parse().ok()?, false),
                         _ => return None,
                     })
                 })
@@ -667,7 +811,12 @@ impl Run {
             _ => vec![a.clone()],
         };
         let r = rows.and(ended);
+        // node bits change how values are laid out, whatever the outcome
+        if let Admin::NodeBits(..) = a {
+            self.model_admin(db, a, None);
+        }
         for a in applied.iter().filter(|_| r.is_ok() && committed_shape) {
+            self.model_admin(db, a, if shape == Shape::PrepareLeave { None } else { Some(true) });
             match a {
                 Admin::Drop(t) if shape == Shape::PrepareLeave => {
                     if let Some(p) = self.prepared.last_mut() {
@@ -723,6 +872,11 @@ impl Run {
     }
 
     fn fault(&mut self, f: &Fault) -> Result<String, String> {
+        self.model.fault_active = true;
+        if matches!(f, Fault::ClockBack(_) | Fault::ClockForward(_) | Fault::FallBack) {
+            // the victim's period may have changed
+            self.model.victim_drawn = 0;
+        }
         match f {
             Fault::Restart(mode) => {
                 for pid in self.stopped.drain(..) {
@@ -872,7 +1026,49 @@ impl Run {
             }
             slowest = slowest.max(t.elapsed());
         }
+        self.model.fault_active = false;
         Ok(format!("service back: slowest check {} ms, all {} ms", slowest.as_millis(), started.elapsed().as_millis()))
+    }
+
+    /// The second tenant churns keys of its own tag; then the victim draws one order number,
+    /// which must not be refused as a full period before an eighth of its capacity was drawn.
+    fn churn(&mut self, n: u32) -> Result<String, String> {
+        self.churns += 1;
+        // the victim (a superuser's tag, step 1000) and the tenant's tag, made again when a
+        // document with drop_missing dropped them
+        let victim = 2;
+        // (seqgen_create waits no longer than the allocation timeout: 42710 when it exists)
+        if self.query(victim, "SELECT seqgen_create('v', 1000)")?.is_ok() {
+            // a tag made again numbers again from the start
+            self.model.victim_drawn = 0;
+            self.texts.remove(&(0, usize::MAX, 0));
+        }
+        // (22023 once it has the template)
+        let _ = self.query(victim, &format!("SELECT seqgen_set_template('v', '{VICTIM_TEMPLATE}')"))?;
+        let _ = self.query(ATTACKER, "SELECT seqgen_create('z', 10)")?;
+        let churned = self.query(
+            ATTACKER,
+            &format!("SELECT count(seqgen_next('z', 'c{}-' || g)) FROM generate_series(1, {n}) g", self.churns),
+        )?;
+        let got = self.query(victim, "SELECT seqgen_order_no('v')")?;
+        match &got {
+            Ok(rows) => {
+                for v in rows {
+                    if !self.texts.entry((0, usize::MAX, 0)).or_default().insert(v.clone()) {
+                        return Err(format!("victim order number {v} was issued twice"));
+                    }
+                }
+                self.model.victim_drawn += 1;
+            }
+            Err(st) if st == "2200H" && self.model.victim_drawn < VICTIM_CAPACITY / 8 => {
+                return Err(format!(
+                    "the victim's period is full after {} of its {VICTIM_CAPACITY} numbers were drawn:                      another role's churn drained it",
+                    self.model.victim_drawn
+                ));
+            }
+            Err(_) => {}
+        }
+        Ok(format!("churn {churned:?}, victim {got:?}"))
     }
 
     /// A crash or a panic in the server log since the last look.
@@ -923,6 +1119,7 @@ impl Run {
             Op::Admin(s, a, shape) => self.admin(*s, a, *shape),
             Op::Fault(f) => self.fault(f),
             Op::Heal(c) => self.heal(*c),
+            Op::Churn(n) => self.churn(*n),
         }?;
         self.check_log()?;
         self.check_gapless()?;
