@@ -45,9 +45,10 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    plumbing::guc::register();
+    let preloaded = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    plumbing::guc::register(preloaded);
     plumbing::pending::install_hook();
-    if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+    if !preloaded {
         // Loaded on first use in a backend: the functions will report that pg_seqgen must be
         // preloaded. Shared memory and the worker can only be set up by the postmaster.
         return;

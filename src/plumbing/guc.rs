@@ -47,35 +47,45 @@ pub static SNOWFLAKE_RESERVE: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 /// Largest `n` accepted by `seqgen_next_batch`.
 pub const MAX_BATCH: i32 = 10_000_000;
 
-pub fn register() {
-    GucRegistry::define_string_guc(
-        c"seqgen.database_name",
-        c"No longer used (0.3.0): every database with the extension has its own allocator.",
-        c"Kept so that configuration files written for 0.2.0 still load; its value is ignored.",
-        &DATABASE_NAME,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
-    GucRegistry::define_int_guc(
-        c"seqgen.max_tags",
-        c"Maximum number of tags of one database held in shared memory at once.",
-        c"Sizes pg_seqgen's shared memory: about 1.7 kB per tag, for each of seqgen.max_databases.",
-        &MAX_TAGS,
-        1,
-        1_000_000,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
-    GucRegistry::define_int_guc(
-        c"seqgen.max_databases",
-        c"Maximum number of databases with pg_seqgen installed (one allocator each).",
-        c"CREATE EXTENSION pg_seqgen beyond it fails with SQLSTATE 53400. Each allocator is a background worker: max_worker_processes must leave room for them and the launcher.",
-        &MAX_DATABASES,
-        1,
-        1024,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
+/// Register every setting. `preloaded`: the library is being loaded by
+/// `shared_preload_libraries`; otherwise (loaded by `CREATE EXTENSION` or a first call in a
+/// backend) the postmaster-level settings are left out: PostgreSQL ends the session (FATAL)
+/// if one is defined after start-up, and every call reports 55000 with a hint instead.
+pub fn register(preloaded: bool) {
+    if preloaded {
+        GucRegistry::define_string_guc(
+            c"seqgen.database_name",
+            c"No longer used (0.3.0): every database with the extension has its own allocator.",
+            c"Kept so that configuration files written for 0.2.0 still load; its value is ignored.",
+            &DATABASE_NAME,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+    }
+    if preloaded {
+        GucRegistry::define_int_guc(
+            c"seqgen.max_tags",
+            c"Maximum number of tags of one database held in shared memory at once.",
+            c"Sizes pg_seqgen's shared memory: about 1.7 kB per tag, for each of seqgen.max_databases.",
+            &MAX_TAGS,
+            1,
+            1_000_000,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+    }
+    if preloaded {
+        GucRegistry::define_int_guc(
+            c"seqgen.max_databases",
+            c"Maximum number of databases with pg_seqgen installed (one allocator each).",
+            c"CREATE EXTENSION pg_seqgen beyond it fails with SQLSTATE 53400. Each allocator is a background worker: max_worker_processes must leave room for them and the launcher.",
+            &MAX_DATABASES,
+            1,
+            1024,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+    }
     GucRegistry::define_int_guc(
         c"seqgen.prefetch_threshold",
         c"Percentage of a segment used before the next segment is reserved in the background.",
@@ -170,7 +180,7 @@ pub fn register() {
         GucContext::Suset,
         GucFlags::NO_SHOW_ALL | GucFlags::NO_RESET_ALL | GucFlags::DISALLOW_IN_FILE,
     );
-    register_snowflake();
+    register_snowflake(preloaded);
     GucRegistry::define_enum_guc(
         c"seqgen.order_no_overflow",
         c"When a period's order-number counter is full: error, or (periods of a second) wait for the next period.",
@@ -181,25 +191,29 @@ pub fn register() {
     );
 }
 
-fn register_snowflake() {
-    GucRegistry::define_int_guc(
-        c"seqgen.node_id",
-        c"This server's node id, carried in snowflake IDs and order numbers.",
-        c"Give every server that issues IDs for the same purpose its own node id.",
-        &NODE_ID,
-        0,
-        1 << 22,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
-    GucRegistry::define_string_guc(
-        c"seqgen.snowflake_epoch",
-        c"Epoch of snowflake timestamps (YYYY-MM-DD, YYYY-MM-DD HH:MM:SS in UTC, or RFC 3339).",
-        c"",
-        &SNOWFLAKE_EPOCH,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
+fn register_snowflake(preloaded: bool) {
+    if preloaded {
+        GucRegistry::define_int_guc(
+            c"seqgen.node_id",
+            c"This server's node id, carried in snowflake IDs and order numbers.",
+            c"Give every server that issues IDs for the same purpose its own node id.",
+            &NODE_ID,
+            0,
+            1 << 22,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+    }
+    if preloaded {
+        GucRegistry::define_string_guc(
+            c"seqgen.snowflake_epoch",
+            c"Epoch of snowflake timestamps (YYYY-MM-DD, YYYY-MM-DD HH:MM:SS in UTC, or RFC 3339).",
+            c"",
+            &SNOWFLAKE_EPOCH,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+    }
     for (name, short, setting) in [
         (c"seqgen.snowflake_time_bits", c"Bits of milliseconds in a snowflake ID.", &SNOWFLAKE_TIME_BITS),
         (c"seqgen.snowflake_node_bits", c"Bits of node id in a snowflake ID.", &SNOWFLAKE_NODE_BITS),
@@ -209,16 +223,18 @@ fn register_snowflake() {
             &SNOWFLAKE_SEQUENCE_BITS,
         ),
     ] {
-        GucRegistry::define_int_guc(
-            name,
-            short,
-            c"Time, node and sequence bits must sum to 63.",
-            setting,
-            0,
-            63,
-            GucContext::Postmaster,
-            GucFlags::default(),
-        );
+        if preloaded {
+            GucRegistry::define_int_guc(
+                name,
+                short,
+                c"Time, node and sequence bits must sum to 63.",
+                setting,
+                0,
+                63,
+                GucContext::Postmaster,
+                GucFlags::default(),
+            );
+        }
     }
     GucRegistry::define_int_guc(
         c"seqgen.snowflake_max_wait",

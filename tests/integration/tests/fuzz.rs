@@ -167,6 +167,13 @@ enum Op {
     /// The second tenant `fz_att` draws this many keys of its own tag `z` that no one drew
     /// before (evicting slots), then a superuser draws one order number of the victim tag `v`.
     Churn(u32),
+    /// In `fz_app`'s database: a superuser grants a tag to `fz_app`, `fz_app` draws it (its answer
+    /// cached), a superuser revokes it in the shape, and `fz_app` draws it again at once
+    /// (steps in between would evict the tag from the three slots, and with it the cache).
+    Revoke(usize, Shape),
+    /// Session `s` draws every tag in turn (per-session blocks), a superuser restarts tag `t`
+    /// above everything reserved in the shape, and session `s` draws in turn again at once.
+    RestartUnder(usize, usize, Shape),
 }
 
 /// The session of the second tenant (database `postgres`), beside the four of `SESSIONS`.
@@ -184,6 +191,10 @@ impl fmt::Display for Op {
             Op::Fault(x) => write!(f, "fault {x:?}"),
             Op::Heal(c) => write!(f, "heal (prepared transactions {})", if *c { "committed" } else { "rolled back" }),
             Op::Churn(n) => write!(f, "fz_att draws {n} new keys, then one victim order number"),
+            Op::Revoke(t, shape) => write!(f, "fz_app draws {} between a grant and a revoke [{shape:?}]", TAGS[*t]),
+            Op::RestartUnder(s, t, shape) => {
+                write!(f, "session {s} draws in turn around a restart of {} [{shape:?}]", TAGS[*t])
+            }
         }
     }
 }
@@ -274,7 +285,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 };
                 Op::Admin(s, a, sh)
             }
-            80..=91 => {
+            80..=89 => {
                 let db = rng.random_range(0..DBS.len());
                 Op::Fault(match rng.random_range(0..12) {
                     0 => Fault::Restart("fast"),
@@ -289,7 +300,10 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     _ => Fault::ClockForward([60_000, 86_400_000][rng.random_range(0..2)]),
                 })
             }
-            92..=95 => Op::Churn([20, 60][rng.random_range(0..2)]),
+            90..=92 => Op::Churn([20, 60][rng.random_range(0..2)]),
+            93..=94 => Op::Revoke(rng.random_range(0..TAGS.len()), shape(&mut rng)),
+            // the superuser sessions (fz_app is not granted every tag)
+            95..=96 => Op::RestartUnder(rng.random_range(0..3), rng.random_range(0..TAGS.len()), shape(&mut rng)),
             _ => Op::Heal(rng.random_bool(0.5)),
         };
         ops.push(op);
@@ -1071,6 +1085,35 @@ impl Run {
         Ok(format!("churn {churned:?}, victim {got:?}"))
     }
 
+    fn revoke(&mut self, t: usize, shape: Shape) -> Result<String, String> {
+        // session 1 is a superuser in the database of session 3, fz_app
+        let granted = self.admin(1, &Admin::Grant(t, true), Shape::Auto)?;
+        let first = self.draw(3, &Draw::Next(t), Shape::Auto)?;
+        let revoked = self.admin(1, &Admin::Grant(t, false), shape)?;
+        let second = self.draw(3, &Draw::Next(t), Shape::Auto)?;
+        let model = self.model.granted.get(&self.tag_key(1, t)).copied();
+        Ok(format!(
+            "grant {granted}, draw {first:?}, revoke {revoked} [{shape:?}], draw {second:?} (model: granted {model:?})"
+        ))
+    }
+
+    fn restart_under(&mut self, s: usize, t: usize, shape: Shape) -> Result<String, String> {
+        let first = self.draw(s, &Draw::InTurn(0), Shape::Auto)?;
+        // above everything reserved (and every block a session holds)
+        let db = s % 2;
+        let floor =
+            match self.query(db, &format!("SELECT max_id + 1000 FROM seqgen.alloc WHERE biz_tag = '{}'", TAGS[t]))? {
+                Ok(rows) => match rows.first().and_then(|v| v.parse::<i64>().ok()) {
+                    Some(f) => f,
+                    None => return Ok(format!("draw {first:?}, no tag {}", TAGS[t])),
+                },
+                Err(st) => return Ok(format!("draw {first:?}, catalog {st}")),
+            };
+        let restarted = self.admin(db, &Admin::Restart(t, floor, false), shape)?;
+        let second = self.draw(s, &Draw::InTurn(0), Shape::Auto)?;
+        Ok(format!("draw {first:?}, restart to {floor} {restarted}, draw {second:?}"))
+    }
+
     /// A crash or a panic in the server log since the last look.
     fn check_log(&mut self) -> Result<(), String> {
         let log = self.c.log();
@@ -1120,6 +1163,8 @@ impl Run {
             Op::Fault(f) => self.fault(f),
             Op::Heal(c) => self.heal(*c),
             Op::Churn(n) => self.churn(*n),
+            Op::Revoke(t, shape) => self.revoke(*t, *shape),
+            Op::RestartUnder(s, t, shape) => self.restart_under(*s, *t, *shape),
         }?;
         self.check_log()?;
         self.check_gapless()?;
