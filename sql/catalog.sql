@@ -324,8 +324,11 @@ BEGIN
     END IF;
     -- only seqgen_set_template() changes a template: it checks the new one against every
     -- template the tag used, which an UPDATE by hand would skip
+    -- (a subscription's apply worker, session_replication_role = replica, replays what the
+    -- publisher's seqgen_set_template() checked)
     IF (NEW.template OPERATOR(pg_catalog.<>) OLD.template OR NEW.time_zone OPERATOR(pg_catalog.<>) OLD.time_zone)
-       AND pg_catalog.current_setting('seqgen.changing_template', true) IS DISTINCT FROM 'on' THEN
+       AND pg_catalog.current_setting('seqgen.changing_template', true) IS DISTINCT FROM 'on'
+       AND pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.<>) 'replica' THEN
         RAISE EXCEPTION 'the template of tag "%" can only be changed with seqgen_set_template()', OLD.biz_tag
             USING ERRCODE = 'feature_not_supported',
                   DETAIL = 'seqgen_set_template() refuses a template that could render a number an earlier one rendered; an UPDATE by hand would not.';

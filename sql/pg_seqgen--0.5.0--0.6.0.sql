@@ -171,9 +171,9 @@ BEGIN
         SELECT pg_catalog.format_type(ty.oid, NULL), ty.typtype OPERATOR(pg_catalog.=) 'e' INTO base_type, is_enum
           FROM ty WHERE ty.base OPERATOR(pg_catalog.=) 0;
         IF NOT is_enum AND base_type OPERATOR(pg_catalog.<>) ALL (ARRAY['text', 'character varying', 'character', 'name',
-                '"char"', 'smallint', 'integer', 'bigint', 'numeric', 'boolean', 'uuid', 'date',
-                'timestamp without time zone', 'timestamp with time zone', 'time without time zone', 'interval',
-                'real', 'double precision', 'bytea', 'inet', 'cidr']) THEN
+                '"char"', 'smallint', 'integer', 'bigint', 'boolean', 'uuid', 'date',
+                'timestamp without time zone', 'timestamp with time zone', 'time without time zone',
+                'bytea', 'inet', 'cidr']) THEN
             RAISE EXCEPTION 'gapless key column "%" of table % has type %, whose text depends on session settings', key_column, "table", key_type
                 USING ERRCODE = 'feature_not_supported',
                       DETAIL = 'Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.',
@@ -424,8 +424,11 @@ BEGIN
     END IF;
     -- only seqgen_set_template() changes a template: it checks the new one against every
     -- template the tag used, which an UPDATE by hand would skip
+    -- (a subscription's apply worker, session_replication_role = replica, replays what the
+    -- publisher's seqgen_set_template() checked)
     IF (NEW.template OPERATOR(pg_catalog.<>) OLD.template OR NEW.time_zone OPERATOR(pg_catalog.<>) OLD.time_zone)
-       AND pg_catalog.current_setting('seqgen.changing_template', true) IS DISTINCT FROM 'on' THEN
+       AND pg_catalog.current_setting('seqgen.changing_template', true) IS DISTINCT FROM 'on'
+       AND pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.<>) 'replica' THEN
         RAISE EXCEPTION 'the template of tag "%" can only be changed with seqgen_set_template()', OLD.biz_tag
             USING ERRCODE = 'feature_not_supported',
                   DETAIL = 'seqgen_set_template() refuses a template that could render a number an earlier one rendered; an UPDATE by hand would not.';

@@ -1272,9 +1272,9 @@ const EVICTION_SAMPLE: usize = 32;
 
 /// The slot to evict: of `EVICTION_SAMPLE` slots after the hand, first one of the same owner
 /// as the tag that needs a slot (a role's churn of its own tags and keys evicts its own slots,
-/// not another role's), then one without undrawn order numbers (an eviction loses what is
-/// left of a slot's order block, out of a period's limited capacity), then the one unused
-/// longest. Caller holds `dir_lock` exclusive and every slot is active.
+/// not another role's), then one without undrawn order numbers and not used within the last
+/// second (an eviction loses what is left of a slot's order block, out of a period's limited
+/// capacity; a new slot has not been drawn from yet), then the one unused longest. Caller holds `dir_lock` exclusive and every slot is active.
 fn least_recently_used(h: &'static Header, now: i64, owner: u32) -> usize {
     let slots = shmem::all_slots(h);
     let start = h.evict_hand.fetch_add(EVICTION_SAMPLE as u32, Ordering::Relaxed) as usize;
@@ -1285,7 +1285,10 @@ fn least_recently_used(h: &'static Header, now: i64, owner: u32) -> usize {
             let other_owner = s.owner.load(Ordering::Relaxed) != owner;
             let ord = s.ord.snapshot();
             let live_block = ord.next.is_some() || ord.current.is_some_and(|c| ord.used < c.len);
-            (other_owner, live_block, s.active_ms.load(Ordering::Relaxed).min(now))
+            // a slot loaded (or used) within the last second is kept as well: two loaders of one
+            // owner must not evict each other's new slots before their first draw
+            let active = s.active_ms.load(Ordering::Relaxed).min(now);
+            (other_owner, live_block || now - active < 1000, active)
         })
         .unwrap_or(0)
 }

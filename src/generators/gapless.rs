@@ -234,7 +234,11 @@ fn next_number(tag: &str, key: &str, period: i64) -> Res<i64> {
 /// under the fixed settings of `KEY_TEXT_SETTINGS` whoever commits, and their output functions
 /// are PostgreSQL's own (the key is read with the extension's privileges). Enums too (their
 /// labels). Refused, for example: the `reg*` types (their text follows `search_path` and
-/// `quote_all_identifiers`), `money` (`lc_monetary`), and types of other extensions.
+/// `quote_all_identifiers`), `money` (`lc_monetary`), types of other extensions, and types whose
+/// equal values have several texts (`numeric` 1.0 and 1.00, `-0` and `0` of `real` and `double
+/// precision`, `interval` '1 day' and '24 hours'): each text would count as a key of its own.
+/// The key is read with `format('%s', ...)`, the type's output function: a cast to text could be
+/// a function of the table owner's, run with the extension's privileges.
 pub(crate) const KEY_TYPES: &[&str] = &[
     "text",
     "character varying",
@@ -244,16 +248,12 @@ pub(crate) const KEY_TYPES: &[&str] = &[
     "smallint",
     "integer",
     "bigint",
-    "numeric",
     "boolean",
     "uuid",
     "date",
     "timestamp without time zone",
     "timestamp with time zone",
     "time without time zone",
-    "interval",
-    "real",
-    "double precision",
     "bytea",
     "inet",
     "cidr",
@@ -299,7 +299,7 @@ fn target(relid: pg_sys::Oid, user: pg_sys::Oid, column: &str, key_column: &str)
             let t = c.select(
                 "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), \
                         pg_catalog.format('SELECT %s FROM ONLY %I.%I WHERE ctid OPERATOR(pg_catalog.=) $1::pg_catalog.tid AND %I IS NULL', \
-                        CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN '''''' ELSE pg_catalog.format('(%I)::pg_catalog.text', $3) END, \
+                        CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN '''''' ELSE pg_catalog.format('pg_catalog.format(''%%s'', %I)', $3) END, \
                         n.nspname, c.relname, $2), \
                         pg_catalog.format('UPDATE ONLY %I.%I SET %I = $1 WHERE ctid OPERATOR(pg_catalog.=) $2::pg_catalog.tid', \
                         n.nspname, c.relname, $2), \

@@ -97,7 +97,7 @@ impl Val {
 /// guards uniqueness (a template change) must not decide on it (it missed a counter row an
 /// allocator committed after the snapshot, and accepted a template that repeated numbers).
 /// Under READ COMMITTED this is what every statement sees anyway. Columns of type bigint,
-/// integer, smallint, text and boolean are returned; others as NULL.
+/// integer, smallint, text and boolean are returned; another type is an error.
 pub fn latest(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<Vec<Vec<Val>>, pgrx::spi::Error> {
     use pgrx::FromDatum;
     Spi::connect_mut(|_c| {
@@ -154,7 +154,8 @@ pub fn latest(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<Vec<V
                     } else if ty == pg_sys::BOOLOID {
                         bool::from_datum(d, false).map_or(Val::Null, Val::Bool)
                     } else {
-                        Val::Null
+                        pg_sys::SPI_freeplan(plan);
+                        return Err(spi_code(pg_sys::SPI_ERROR_TYPUNKNOWN));
                     };
                     row.push(v);
                 }

@@ -40,11 +40,13 @@ fn gapless_keys_do_not_depend_on_session_settings() {
          SELECT seqgen_create_gapless('grc');
          CREATE TABLE ledger (id bigserial PRIMARY KEY, acct regclass NOT NULL, no bigint);
          CREATE TABLE mledger (id bigserial PRIMARY KEY, amount money NOT NULL, no bigint);
+         CREATE TABLE nledger (id bigserial PRIMARY KEY, amount numeric NOT NULL, no bigint);
          CREATE DOMAIN acct_name AS text;
          CREATE TABLE tledger (id bigserial PRIMARY KEY, acct acct_name NOT NULL, d date NOT NULL, no bigint);",
     );
     let mut s = c.connect();
-    for (table, col) in [("ledger", "acct"), ("mledger", "amount")] {
+    // (numeric: 1.0 and 1.00 are one value with two texts)
+    for (table, col) in [("ledger", "acct"), ("mledger", "amount"), ("nledger", "amount")] {
         let e = s
             .execute(&format!("SELECT seqgen_gapless_attach('{table}', 'no', 'grc', '{col}')"), &[])
             .expect_err("a key type whose text follows a setting must be refused");
