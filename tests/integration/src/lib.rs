@@ -130,6 +130,11 @@ impl Cluster {
             "max_connections = 60".into(),
             "fsync = on".into(),
             "log_min_messages = warning".into(),
+            // A client that opens a connection during an immediate shutdown and never finishes
+            // its startup packet (Citus's coordinator, mid-SSL-handshake) keeps the postmaster
+            // waiting for that "dead-end" child up to authentication_timeout (60 s by default;
+            // SIGKILL is not sent to it), so a test's immediate stop could take a minute.
+            "authentication_timeout = '5s'".into(),
         ];
         conf.extend(extra.iter().map(|s| s.to_string()));
         c.append_conf(&conf.join("\n"));
