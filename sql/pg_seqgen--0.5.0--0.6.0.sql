@@ -143,6 +143,7 @@ DECLARE
     key_type pg_catalog.text;
     base_type pg_catalog.text;
     is_enum pg_catalog.bool;
+    child pg_catalog.regclass;
 BEGIN
     IF number_column IS NULL OR biz_tag IS NULL OR "table" IS NULL THEN
         RAISE EXCEPTION 'table, number_column and biz_tag must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -185,6 +186,17 @@ BEGIN
         'FOR EACH ROW WHEN (NEW.%I IS NULL) EXECUTE FUNCTION %I.seqgen_gapless_assign(%L, %L, %L)',
         'seqgen_gapless_' OPERATOR(pg_catalog.||) number_column, "table", number_column,
         '@extschema@', biz_tag, number_column, COALESCE(key_column, ''));
+    -- rows inserted into an inheritance child do not fire their parent's triggers: attach the
+    -- table's children too (partitions get the trigger from their partitioned table); children
+    -- made later are attached by the event trigger seqgen_gapless_inherit
+    FOR child IN SELECT i.inhrelid::pg_catalog.regclass FROM pg_catalog.pg_inherits i
+                   JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
+                  WHERE i.inhparent OPERATOR(pg_catalog.=) "table" AND NOT c.relispartition
+                    AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) i.inhrelid
+                                    AND t.tgname OPERATOR(pg_catalog.=) ('seqgen_gapless_' OPERATOR(pg_catalog.||) number_column))
+    LOOP
+        PERFORM @extschema@.seqgen_gapless_attach(child, number_column, biz_tag, key_column);
+    END LOOP;
 END;
 $$;
 
@@ -193,6 +205,52 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catal
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_assign() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
+-- A table made an inheritance child of an attached table (CREATE TABLE ... INHERITS, ALTER
+-- TABLE ... INHERIT) is attached the same way, so that its rows are numbered too. Only the
+-- parent's owner can add a child to it; SECURITY DEFINER so that the child's owner need not
+-- be allowed seqgen_gapless_attach itself. (It also runs for the extension's own script:
+-- to_regproc, not a cast, while seqgen_gapless_assign does not exist yet.)
+CREATE FUNCTION seqgen.gapless_inherit() RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    a pg_catalog.bytea;
+    p pg_catalog.int4;
+    args pg_catalog.text[];
+BEGIN
+    FOR r IN
+        SELECT DISTINCT i.inhrelid, t.tgname, t.tgargs
+          FROM pg_catalog.pg_event_trigger_ddl_commands() d
+          JOIN pg_catalog.pg_inherits i ON i.inhrelid OPERATOR(pg_catalog.=) d.objid
+          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
+          JOIN pg_catalog.pg_trigger t ON t.tgrelid OPERATOR(pg_catalog.=) i.inhparent
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND NOT c.relispartition
+           AND t.tgfoid OPERATOR(pg_catalog.=) pg_catalog.to_regproc('@extschema@.seqgen_gapless_assign')
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger o WHERE o.tgrelid OPERATOR(pg_catalog.=) i.inhrelid
+                           AND o.tgname OPERATOR(pg_catalog.=) t.tgname)
+    LOOP
+        -- tgargs: (biz_tag, number_column, key_column or ''), each ended by a zero byte
+        a := r.tgargs;
+        args := '{}';
+        WHILE pg_catalog.length(a) OPERATOR(pg_catalog.>) 0 LOOP
+            p := pg_catalog.position(a, '\x00'::pg_catalog.bytea);
+            args := args OPERATOR(pg_catalog.||) pg_catalog.convert_from(pg_catalog.substring(a, 1, p OPERATOR(pg_catalog.-) 1),
+                                                                         pg_catalog.getdatabaseencoding());
+            a := pg_catalog.substring(a, p OPERATOR(pg_catalog.+) 1);
+        END LOOP;
+        PERFORM @extschema@.seqgen_gapless_attach(r.inhrelid::pg_catalog.regclass, args[2], args[1], NULLIF(args[3], ''));
+    END LOOP;
+END;
+$$;
+REVOKE ALL ON FUNCTION seqgen.gapless_inherit() FROM PUBLIC;
+CREATE EVENT TRIGGER seqgen_gapless_inherit ON ddl_command_end
+    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
+    EXECUTE FUNCTION seqgen.gapless_inherit();
 
 -- Keyed counters: seqgen_next(biz_tag, key), where each key starts (alloc.start_with; 1 for
 -- the tags made before).

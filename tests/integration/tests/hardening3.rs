@@ -222,6 +222,61 @@ fn gapless_numbers_every_row_of_partitions_upserts_and_copy() {
     assert_eq!(c.one_i64("SELECT max(no) FROM pinv WHERE tenant = 'beta'"), 2);
 }
 
+/// Deliver, "inheritance": rows inserted into an inheritance child do not fire the parent's
+/// triggers, so they committed without a number. `seqgen_gapless_attach` now attaches the
+/// table's children too, and a child made later (`CREATE TABLE ... INHERITS`, `ALTER TABLE ...
+/// INHERIT`, a grandchild, by the parent's owner who may not call the attach itself) is
+/// attached by an event trigger.
+#[test]
+fn gapless_numbers_rows_of_inheritance_children() {
+    let c = Cluster::init("h3_inherit", 57911, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create_gapless('ginh');
+         CREATE TABLE hinv (id int NOT NULL, tenant text NOT NULL, no bigint);
+         CREATE TABLE hinv_old () INHERITS (hinv);
+         SELECT seqgen_gapless_attach('hinv', 'no', 'ginh', 'tenant');
+         CREATE TABLE hinv_new () INHERITS (hinv);
+         CREATE TABLE hinv_grand (note text) INHERITS (hinv_new);
+         CREATE TABLE hinv_late (extra text, no bigint, tenant text NOT NULL, id int NOT NULL);
+         ALTER TABLE hinv_late INHERIT hinv;
+         CREATE ROLE clerk LOGIN;
+         GRANT USAGE, CREATE ON SCHEMA public TO clerk;
+         GRANT EXECUTE ON FUNCTION seqgen_gapless_assign() TO clerk;
+         ALTER TABLE hinv OWNER TO clerk;
+         SELECT seqgen_grant('ginh', 'clerk');",
+    );
+    // the owner of the parent, who may not call seqgen_gapless_attach, adds a child
+    as_role(&c, "clerk").batch_execute("CREATE TABLE hinv_clerk () INHERITS (hinv)").unwrap();
+    let attached = c.one_i64(
+        "SELECT count(*) FROM pg_trigger WHERE tgname = 'seqgen_gapless_no' \
+          AND tgrelid IN ('hinv'::regclass, 'hinv_old'::regclass, 'hinv_new'::regclass, 'hinv_grand'::regclass, \
+                          'hinv_late'::regclass, 'hinv_clerk'::regclass)",
+    );
+    assert_eq!(attached, 6, "every table of the hierarchy has the numbering trigger");
+    let mut s = c.connect();
+    let mut i = 0;
+    for t in ["hinv", "hinv_old", "hinv_new", "hinv_grand", "hinv_late", "hinv_clerk"] {
+        for tenant in ["acme", "beta", "acme"] {
+            i += 1;
+            s.batch_execute(&format!("INSERT INTO {t} (id, tenant) VALUES ({i}, '{tenant}')")).unwrap();
+        }
+    }
+    as_role(&c, "clerk").batch_execute("INSERT INTO hinv_clerk (id, tenant) VALUES (100, 'beta')").unwrap();
+    let (rows, unnumbered, repeats) = tally(&c, "hinv", "tenant", "no");
+    println!("inheritance: {rows} rows through 6 tables, {unnumbered} unnumbered, {repeats} repeats");
+    assert_eq!((rows, unnumbered, repeats), (19, 0, 0));
+    let bad = c.one_i64(
+        "SELECT count(*) FROM (SELECT tenant FROM hinv GROUP BY tenant \
+          HAVING min(no) <> 1 OR max(no) <> count(*) OR count(DISTINCT no) <> count(*)) k",
+    );
+    assert_eq!(bad, 0, "a key not numbered exactly 1..N");
+    // an ordinary table and a partition are left alone
+    c.sql("CREATE TABLE plain (x int); CREATE TABLE pp (k int) PARTITION BY LIST (k); CREATE TABLE pp1 PARTITION OF pp FOR VALUES IN (1);");
+    assert_eq!(c.one_i64("SELECT count(*) FROM pg_trigger WHERE tgrelid IN ('plain'::regclass, 'pp1'::regclass)"), 0);
+}
+
 /// Item 5: `seqgen_gapless_order_no('ginv', 'k1')` and `('ginv', 'k2')` with
 /// `INV-{yyyy}-{seq:6}` both returned `INV-2026-000001`. A keyed draw of a template without
 /// `{key}` is refused (55000), as for keyed segment order numbers; with `{key}` the texts differ.
