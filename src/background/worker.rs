@@ -750,7 +750,8 @@ fn gather(h: &'static Header, now: i64, periodic: bool, candidates: &[usize]) ->
             continue;
         }
         // A tag that failed for good (bigint exhausted) is retried only when a caller asks.
-        let failed = matches!(s.err_code.load(Ordering::Relaxed), code::EXHAUSTED | code::KEYED_OPAQUE);
+        let failed =
+            matches!(s.err_code.load(Ordering::Relaxed), code::EXHAUSTED | code::KEYED_OPAQUE | code::KEY_LIMIT);
         if asked || (!failed && s.seg.wants_next()) {
             if let Some(slot) = SlotRef::of(i, s) {
                 jobs.push(Job::Prefetch { slot, asked });
@@ -964,6 +965,7 @@ fn reserve_code(r: &Reserve) -> u32 {
         Reserve::Stale => code::STALE,
         Reserve::Gapless => code::GAPLESS,
         Reserve::KeyedOpaque => code::KEYED_OPAQUE,
+        Reserve::KeyLimit => code::KEY_LIMIT,
     }
 }
 
@@ -1020,6 +1022,7 @@ fn failure_code(o: &Outcome) -> u32 {
         Outcome::CatalogMissing => code::CATALOG_MISSING,
         Outcome::NeedsUpdate(_) => code::NEEDS_UPDATE,
         Outcome::Reserved(r) => reserve_code(r),
+        Outcome::Order(OrderReserve::KeyLimit) => code::KEY_LIMIT,
         _ => code::INTERNAL,
     }
 }

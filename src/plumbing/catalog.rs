@@ -1,6 +1,9 @@
 //! SQL against the catalog. Every statement is schema-qualified and takes its values as SPI
 //! arguments; none is built by string formatting.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use pgrx::pg_sys::{self, PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
@@ -8,6 +11,7 @@ use seqgen_core::adaptive::{reserve_up_to, Reservation, MAX_NODE_BITS};
 use seqgen_core::opaque::Key;
 use seqgen_core::template::{self, counter_block, CounterBlock};
 
+use crate::plumbing::guc;
 use crate::plumbing::shmem::{split_name, Ident};
 
 /// What reserving values for a tag came to.
@@ -31,6 +35,8 @@ pub enum Reserve {
     Gapless,
     /// A keyed counter of an opaque tag (keys count in the clear; not supported).
     KeyedOpaque,
+    /// A new key, and the tag's owner has `seqgen.max_keys_per_role` keys.
+    KeyLimit,
 }
 
 /// Every statement reads rows with `FOR NO KEY UPDATE SKIP LOCKED` (never waiting for a row
@@ -49,7 +55,7 @@ const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_
 /// Keyed counters: the tag's row is read `FOR KEY SHARE` (a drop waits for the reservation,
 /// an alter or restart does not), the key's row locked `FOR UPDATE`.
 const KEY_TAG_ROW: &str = "SELECT step, node_bits, tableoid::pg_catalog.int8, tag_id, start_with, \
-     opaque_from IS NOT NULL, gapless FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
+     opaque_from IS NOT NULL, gapless, owner::pg_catalog.oid::pg_catalog.int8 FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
      FOR KEY SHARE SKIP LOCKED";
 const KEY_ROW: &str = "SELECT max_id, step FROM seqgen.key_counter WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
      AND key OPERATOR(pg_catalog.=) $2 FOR UPDATE SKIP LOCKED";
@@ -59,6 +65,20 @@ const KEY_INSERT: &str = "INSERT INTO seqgen.key_counter (biz_tag, key, max_id, 
      ON CONFLICT (biz_tag, key) DO NOTHING RETURNING true";
 const KEY_UPDATE: &str = "UPDATE seqgen.key_counter SET max_id = $3, step = $4, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2";
+/// The keys of the tags of one owner (`seqgen.max_keys_per_role`): distinct (tag, key) of each
+/// kind of keyed counter (a gapless tag's one sequence, key '', is not a key).
+const KEYS_OF_OWNER: &str = "SELECT (SELECT pg_catalog.count(*) FROM seqgen.key_counter k \
+       WHERE k.biz_tag OPERATOR(pg_catalog.=) ANY (o.tags)) \
+     OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT k.biz_tag, k.key \
+       FROM seqgen.key_order_counter k WHERE k.biz_tag OPERATOR(pg_catalog.=) ANY (o.tags)) d) \
+     OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT k.biz_tag, k.key \
+       FROM seqgen.gapless_counter k WHERE k.biz_tag OPERATOR(pg_catalog.=) ANY (o.tags) \
+       AND k.key OPERATOR(pg_catalog.<>) '') d) \
+     FROM (SELECT pg_catalog.array_agg(biz_tag) AS tags FROM seqgen.alloc \
+       WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1::pg_catalog.oid) o";
+/// A role at `seqgen.max_keys_per_role` is counted again (its dropped tags' keys are gone) at
+/// most this often: a count reads every key of the role's tags, and the worker serves everyone.
+const RECOUNT_MS: i64 = 10_000;
 
 /// The reservation tables of the clock-ordered generators, by index: snowflake IDs, UUIDv7s,
 /// 53-bit snowflakes. Each has one row, `reserved_id`: an ID value of the generator's layout
@@ -107,8 +127,8 @@ impl ReservationPlans {
 const TEMPLATE_READ: &str = "SELECT t.template, t.time_zone, k.key FROM seqgen.template t \
      LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
      WHERE t.biz_tag OPERATOR(pg_catalog.=) $1";
-const ORDER_LOCK: &str = "SELECT t.template, a.step, a.tableoid::pg_catalog.int8, a.tag_id, t.time_zone \
-     FROM seqgen.template t JOIN seqgen.alloc a ON a.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
+const ORDER_LOCK: &str = "SELECT t.template, a.step, a.tableoid::pg_catalog.int8, a.tag_id, t.time_zone, \
+     a.owner::pg_catalog.oid::pg_catalog.int8 FROM seqgen.template t JOIN seqgen.alloc a ON a.biz_tag OPERATOR(pg_catalog.=) t.biz_tag \
      WHERE t.biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE OF t SKIP LOCKED";
 const ORDER_EXISTS: &str = "SELECT true FROM seqgen.template WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const COUNTER_READ: &str = "SELECT period_key, period_max FROM seqgen.order_counter \
@@ -133,6 +153,8 @@ pub enum OrderReserve {
     Overflow(i64),
     /// The tag or its template is not the one the request was made for.
     Stale,
+    /// A new key, and the tag's owner has `seqgen.max_keys_per_role` keys.
+    KeyLimit,
 }
 
 /// A tag's template as the worker read it.
@@ -183,6 +205,11 @@ pub struct Plans {
     key_step: OwnedPreparedStatement,
     key_insert: OwnedPreparedStatement,
     key_update: OwnedPreparedStatement,
+    keys_of_owner: OwnedPreparedStatement,
+    /// Keys per tag owner (oid): (the count when last counted plus the keys made since, when
+    /// last counted in ms). High after a rolled-back job or a dropped tag: counted again at
+    /// the bound. Gapless keys, made by committing sessions, are seen at the next count.
+    key_counts: RefCell<HashMap<i64, (i64, i64)>>,
 }
 
 impl Plans {
@@ -215,7 +242,32 @@ impl Plans {
             key_step: client.prepare(KEY_STEP, &[text, text])?.keep(),
             key_insert: client.prepare_mut(KEY_INSERT, &[text, text, int8, int4])?.keep(),
             key_update: client.prepare_mut(KEY_UPDATE, &[text, text, int8, int4])?.keep(),
+            keys_of_owner: client.prepare(KEYS_OF_OWNER, &[int8])?.keep(),
+            key_counts: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// Whether a tag of `owner` may have one more key under `seqgen.max_keys_per_role` (-1: no
+    /// bound); if so the key is counted.
+    fn take_key(&self, client: &SpiClient<'_>, owner: i64) -> spi::Result<bool> {
+        let limit = i64::from(guc::MAX_KEYS_PER_ROLE.get());
+        if limit < 0 {
+            return Ok(true);
+        }
+        let now = crate::plumbing::shmem::now_ms();
+        let mut counts = self.key_counts.borrow_mut();
+        let (mut n, mut at) = counts.get(&owner).copied().unwrap_or((i64::MAX, i64::MIN));
+        if n >= limit && now.saturating_sub(at) >= RECOUNT_MS {
+            let t = client.select(&self.keys_of_owner, Some(1), &[owner.into()])?;
+            n = if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) };
+            at = now;
+        }
+        if n >= limit {
+            counts.insert(owner, (n, at));
+            return Ok(false);
+        }
+        counts.insert(owner, (n + 1, at));
+        Ok(true)
     }
 
     /// The tag's configured step, identity and owner, if it exists (committed), and whether it is
@@ -302,6 +354,7 @@ impl Plans {
         let current: String = row.get(1)?.unwrap_or_default();
         let step: i32 = row.get(2)?.unwrap_or(1);
         let zone: String = row.get(5)?.unwrap_or_default();
+        let owner = row.get::<i64>(6)?.unwrap_or(0);
         if ident_of(row.get(3)?, row.get(4)?) != expect || (current.as_str(), zone.as_str()) != template {
             return Ok(OrderReserve::Stale);
         }
@@ -317,6 +370,9 @@ impl Plans {
             None => client.select(&self.counter_read, Some(1), &[tag.into(), unit.into()])?,
             Some(k) => client.select(&self.key_counter_read, Some(1), &[tag.into(), k.into(), unit.into()])?,
         };
+        if stored.is_empty() && key.is_some() && !self.take_key(client, owner)? {
+            return Ok(OrderReserve::KeyLimit);
+        }
         let stored = if stored.is_empty() {
             (i64::MIN, 0)
         } else {
@@ -434,6 +490,7 @@ impl Plans {
         if row.get::<bool>(7)?.unwrap_or(false) {
             return Ok(Reserve::Gapless);
         }
+        let owner = row.get::<i64>(8)?.unwrap_or(0);
         let k = client.update(&self.key_row, Some(1), &[tag.into(), key.into()])?;
         let max_id = if k.is_empty() {
             let exists = client.select(&self.key_step, Some(1), &[tag.into(), key.into()])?;
@@ -444,6 +501,9 @@ impl Plans {
         } else {
             Some(k.first().get_one::<i64>()?.unwrap_or(0))
         };
+        if max_id.is_none() && !self.take_key(client, owner)? {
+            return Ok(Reserve::KeyLimit);
+        }
         let len = size(step).max(1);
         let Ok(range) = reserve_up_to(max_id.unwrap_or(start_with - 1), len, i64::MAX >> node_bits) else {
             return Ok(Reserve::Exhausted);

@@ -37,6 +37,8 @@ pub mod code {
     pub const GAPLESS: u32 = 11;
     /// A keyed counter of an opaque tag.
     pub const KEYED_OPAQUE: u32 = 12;
+    /// A new key, and the tag's owner has `seqgen.max_keys_per_role` keys.
+    pub const KEY_LIMIT: u32 = 13;
 }
 
 /// A resolved tag: its slot and the generation the slot had when resolved. A draw is valid
@@ -620,6 +622,10 @@ pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenErro
             "keyed counters of an opaque tag (\"{}\" is opaque; keys count in the clear)",
             shmem::split_name(tag).0
         )),
+        code::KEY_LIMIT => SeqgenError::KeyLimit {
+            tag: shmem::split_name(tag).0.to_string(),
+            limit: i64::from(crate::plumbing::guc::MAX_KEYS_PER_ROLE.get()),
+        },
         _ => SeqgenError::WorkerFailed { tag: tag.to_string(), detail, state },
     }
 }

@@ -93,6 +93,10 @@ pub enum SeqgenError {
     TemplateLacksKey(String),
     #[error("the order-number counter of tag \"{tag}\" is full for this period ({capacity} numbers)")]
     OrderOverflow { tag: String, capacity: i64 },
+    #[error(
+        "tag \"{tag}\" cannot have another key: the tags of its owner have seqgen.max_keys_per_role ({limit}) keys"
+    )]
+    KeyLimit { tag: String, limit: i64 },
     #[error("{0}")]
     Unsupported(String),
     #[error("cannot PREPARE a transaction that wrote a pg_seqgen snowflake or UUIDv7 reservation")]
@@ -153,7 +157,7 @@ impl SeqgenError {
             Exhausted(_) | TimeExhausted(_) | OrderOverflow { .. } => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
-            TooManyDatabases(_) => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            TooManyDatabases(_) | KeyLimit { .. } => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             Unsupported(_) | PreparedReservation | GaplessKeyType { .. } => ERRCODE_FEATURE_NOT_SUPPORTED,
             Internal(_) => ERRCODE_INTERNAL_ERROR,
         }
@@ -166,6 +170,7 @@ impl SeqgenError {
             At { inner, .. } => return inner.detail(),
             GaplessKeyType { .. } => "Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.".into(),
             GaplessPrivilege { column, .. } => format!("Numbering at commit updates column \"{column}\" of the rows the role wrote, found by their ctid: the role needs SELECT on the table (a grant on columns does not cover ctid) and UPDATE on column \"{column}\"."),
+            KeyLimit { .. } => "Each key of seqgen_next(biz_tag, key) and seqgen_order_no(biz_tag, key) counts toward the role that owns its tag, whoever draws it; keys already in use still draw.".into(),
             GaplessNotWritten { .. } => "The update that writes the number changed no row: a BEFORE UPDATE trigger returned NULL, or a row-level security policy hides the row from the committing role.".into(),
             _ => return None,
         })
@@ -207,6 +212,7 @@ impl SeqgenError {
             GaplessKeyType { .. } => "Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).".into(),
             GaplessPrivilege { .. } => "Grant the committing role SELECT on the table and UPDATE on the number column.".into(),
             GaplessNotWritten { .. } => "Let the committing role update the rows it inserts: no BEFORE UPDATE trigger may return NULL for the numbering update, and the table's SELECT and UPDATE policies must admit the row.".into(),
+            KeyLimit { .. } => "Reuse keys, drop the tags no longer needed (their keys go with them), or raise seqgen.max_keys_per_role.".into(),
             OrderOverflow { .. } => "Use a wider {seq:N} or a finer period; for periods of a second, seqgen.order_no_overflow = wait waits for the next second instead.".into(),
             _ => return None,
         })

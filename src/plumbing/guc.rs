@@ -19,6 +19,7 @@ pub static STEP_SHRINK_ABOVE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60);
 pub static ALLOCATION_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 pub static WORKER_LOCK_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static MAX_KEYS_PER_ROLE: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
 /// Internal: set by `seqgen_restart_undo` and the rewind functions while they lower a value
 /// the catalog's guards otherwise keep from going down. Superuser-only, not shown.
 pub static REWINDING: GucSetting<bool> = GucSetting::<bool>::new(false);
@@ -86,6 +87,16 @@ pub fn register(preloaded: bool) {
             GucFlags::default(),
         );
     }
+    GucRegistry::define_int_guc(
+        c"seqgen.max_keys_per_role",
+        c"Most keys the tags of one role may have (seqgen_next and seqgen_order_no with a key), per database.",
+        c"Keys count toward the role that owns their tag, whoever draws them; a new key beyond the bound is refused with SQLSTATE 53400, keys in use still draw. -1: no bound.",
+        &MAX_KEYS_PER_ROLE,
+        -1,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
     GucRegistry::define_int_guc(
         c"seqgen.prefetch_threshold",
         c"Percentage of a segment used before the next segment is reserved in the background.",

@@ -2,6 +2,8 @@
 //! Each test is one of the issue's reproduced failures, with its recipe, counting committed
 //! rows without a number, repeated numbers and the answers.
 
+use std::time::Duration;
+
 use postgres::{Client, NoTls};
 use seqgen_integration::*;
 
@@ -520,4 +522,67 @@ fn one_role_cannot_drain_another_roles_order_numbers() {
     // at most a few numbers a round (a block that had grown to two or three numbers)
     assert!(lost_plain <= rounds as i64, "the victim's tag lost {lost_plain} numbers");
     assert!(lost_keyed <= rounds as i64, "the victim's key lost {lost_keyed} numbers");
+}
+
+/// Deliver, "bound the keys a role can create (a setting), with a clear error": the keys of
+/// the tags a role owns (`seqgen_next(tag, key)` and `seqgen_order_no(tag, key)`, whoever
+/// draws them) stop at `seqgen.max_keys_per_role`; a new key beyond it is 53400, keys in use
+/// still draw, another role's keys are not touched, and keys of a dropped tag are given back.
+#[test]
+fn keys_per_role_are_bounded() {
+    let c = Cluster::init("h3_keybound", 57912, &["seqgen.max_keys_per_role = 40"]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE att LOGIN; CREATE ROLE victim LOGIN;
+         GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO att, victim;",
+    );
+    let mut att = as_role(&c, "att");
+    let mut victim = as_role(&c, "victim");
+    att.batch_execute(
+        "SELECT seqgen_create('mine'); SELECT seqgen_create('mord'); SELECT seqgen_set_template('mord', '{key}-{seq:4}');",
+    )
+    .unwrap();
+    victim.batch_execute("SELECT seqgen_create('vic')").unwrap();
+    let n: i64 =
+        att.query_one("SELECT count(seqgen_next('mine', 'k' || g)) FROM generate_series(1, 30) g", &[]).unwrap().get(0);
+    assert_eq!(n, 30);
+    let n: i64 = att
+        .query_one("SELECT count(seqgen_order_no('mord', 'o' || g)) FROM generate_series(1, 10) g", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 10);
+    // the 41st key of att's tags is refused, with the setting named; nothing is drawn
+    for sql in ["SELECT seqgen_next('mine', 'k31')", "SELECT seqgen_order_no('mord', 'o11')"] {
+        let e = att.query_one(sql, &[]).unwrap_err();
+        let db = e.as_db_error().unwrap();
+        assert_eq!(db.code().code(), "53400", "{sql}: {e:?}");
+        assert!(db.message().contains("seqgen.max_keys_per_role (40)"), "{}", db.message());
+        assert!(db.hint().unwrap_or("").contains("raise seqgen.max_keys_per_role"), "{:?}", db.hint());
+        println!("{sql}: {} ({})", db.message(), db.code().code());
+    }
+    // keys in use still draw; the victim's own keys are its own budget
+    let v: i64 = att.query_one("SELECT seqgen_next('mine', 'k1')", &[]).unwrap().get(0);
+    assert!(v >= 2, "k1 draws on: {v}");
+    let n: i64 = victim
+        .query_one("SELECT count(seqgen_next('vic', 'v' || g)) FROM generate_series(1, 40) g", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 40, "another role's keys are not limited by att's");
+    // raised: drawn at once
+    c.sql("ALTER SYSTEM SET seqgen.max_keys_per_role = 41");
+    c.sql("SELECT pg_reload_conf()");
+    recovery_time(Duration::from_secs(10), || att.query_one("SELECT seqgen_next('mine', 'k31')", &[]).is_ok());
+    assert_eq!(
+        sqlstate(&att.query_one("SELECT seqgen_next('mine', 'k32')", &[]).unwrap_err()).as_deref(),
+        Some("53400")
+    );
+    // a dropped tag's keys are given back (counted again within about 10 s)
+    att.batch_execute("SELECT seqgen_drop('mord')").unwrap();
+    let t = recovery_time(Duration::from_secs(30), || att.query_one("SELECT seqgen_next('mine', 'k32')", &[]).is_ok());
+    println!("a new key draws {t:?} after the tag with 10 keys was dropped");
+    let keys = c.one_i64(
+        "SELECT count(*) FROM seqgen.key_counter k JOIN seqgen.alloc a USING (biz_tag) WHERE a.owner = 'att'::regrole",
+    );
+    assert_eq!(keys, 32);
 }
