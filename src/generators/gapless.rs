@@ -86,20 +86,20 @@ pub(crate) fn create(
     }
 }
 
-/// Is `tag` gapless? `Err(UnknownTag)` when it does not exist.
+/// Is `tag` gapless? `Err(UnknownTag)` when it does not exist. Read from the latest committed
+/// row, whatever the isolation level (the check guards a change made to the latest row).
 pub(crate) fn is_gapless(tag: &str) -> Res<bool> {
-    let row = bounded_lock_wait(|| {
+    let rows = bounded_lock_wait(|| {
         as_superuser(|| {
-            first_row(
+            crate::plumbing::session::latest(
                 "SELECT gapless FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1",
                 &[tag.into()],
-                false,
-                |r| r.get_one::<bool>(),
             )
         })
-    })?;
-    match row {
-        Some(g) => Ok(g.unwrap_or(false)),
+    })
+    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    match rows.first() {
+        Some(r) => Ok(r[0].bool().unwrap_or(false)),
         None => Err(crate::plumbing::replication::unknown_tag(tag)),
     }
 }

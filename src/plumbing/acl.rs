@@ -98,27 +98,23 @@ struct Row {
 /// allocator may have just copied the tag from the coordinator, after the calling statement
 /// began.
 fn read(tag: &str) -> Result<Option<Row>> {
-    let fresh = crate::plumbing::shmem::header().is_some_and(crate::plumbing::node::is_citus_worker);
     crate::plumbing::session::bounded_lock_wait(|| {
         as_superuser(|| {
-            Spi::connect_mut(|c| {
-                const SQL: &str = "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
-                 drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc \
-                 WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-                // `update` runs the query read-write: SPI takes a new snapshot for it
-                let t =
-                    if fresh { c.update(SQL, Some(1), &[tag.into()])? } else { c.select(SQL, Some(1), &[tag.into()])? };
-                if t.is_empty() {
-                    return Ok(None);
-                }
-                let row = t.first();
-                let oid = |v: i64| pg_sys::Oid::from(v as u32);
-                Ok(Some(Row {
-                    owner: oid(row.get::<i64>(1)?.unwrap_or(0)),
-                    public: row.get::<bool>(2)?.unwrap_or(false),
-                    drawers: row.get::<Vec<i64>>(3)?.unwrap_or_default().into_iter().map(oid).collect(),
-                }))
-            })
+            const SQL: &str = "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
+             drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc \
+             WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+            // the latest committed row, whatever the isolation level: a grant, a revoke or a
+            // new owner counts from its commit, as PostgreSQL's own privileges do (a
+            // REPEATABLE READ snapshot taken before a revoke must not keep drawing, nor one
+            // taken before a drop and re-create let the old owner change the new tag)
+            let rows = crate::plumbing::session::latest(SQL, &[tag.into()])?;
+            let Some(row) = rows.first() else { return Ok(None) };
+            let oid = |v: i64| pg_sys::Oid::from(v as u32);
+            Ok(Some(Row {
+                owner: oid(row[0].int().unwrap_or(0)),
+                public: row[1].bool().unwrap_or(false),
+                drawers: row[2].ints().unwrap_or_default().into_iter().map(oid).collect(),
+            }))
         })
     })
     .map_err(|e: pgrx::spi::Error| SeqgenError::Internal(e.to_string()))

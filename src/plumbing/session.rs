@@ -74,12 +74,25 @@ pub enum Val {
     Int(i64),
     Text(String),
     Bool(bool),
+    Ints(Vec<i64>),
 }
 
 impl Val {
     pub fn int(&self) -> Option<i64> {
         match self {
             Val::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+    pub fn bool(&self) -> Option<bool> {
+        match self {
+            Val::Bool(v) => Some(*v),
+            _ => None,
+        }
+    }
+    pub fn ints(&self) -> Option<Vec<i64>> {
+        match self {
+            Val::Ints(v) => Some(v.clone()),
             _ => None,
         }
     }
@@ -97,7 +110,7 @@ impl Val {
 /// guards uniqueness (a template change) must not decide on it (it missed a counter row an
 /// allocator committed after the snapshot, and accepted a template that repeated numbers).
 /// Under READ COMMITTED this is what every statement sees anyway. Columns of type bigint,
-/// integer, smallint, text and boolean are returned; another type is an error.
+/// integer, smallint, text, boolean and bigint[] are returned; another type is an error.
 pub fn latest(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<Vec<Vec<Val>>, pgrx::spi::Error> {
     use pgrx::FromDatum;
     Spi::connect_mut(|_c| {
@@ -153,6 +166,8 @@ pub fn latest(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<Vec<V
                         String::from_datum(d, false).map_or(Val::Null, Val::Text)
                     } else if ty == pg_sys::BOOLOID {
                         bool::from_datum(d, false).map_or(Val::Null, Val::Bool)
+                    } else if ty == pg_sys::INT8ARRAYOID {
+                        Vec::<i64>::from_datum(d, false).map_or(Val::Null, Val::Ints)
                     } else {
                         pg_sys::SPI_freeplan(plan);
                         return Err(spi_code(pg_sys::SPI_ERROR_TYPUNKNOWN));

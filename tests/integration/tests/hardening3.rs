@@ -417,6 +417,65 @@ fn template_changes_in_repeatable_read_repeat_nothing() {
     }
 }
 
+/// Deliver, "every decision that guards uniqueness reads the latest committed state" (the
+/// review's M1): privileges and ownership were read with the transaction's snapshot, so under
+/// REPEATABLE READ or SERIALIZABLE a role whose grant was revoked after its snapshot still drew,
+/// and the owner of a tag dropped and re-created by another role after the snapshot could change
+/// the new tag. Both decide on the latest committed row now, as PostgreSQL's own privileges do.
+#[test]
+fn privileges_and_ownership_count_from_their_commit_at_every_isolation_level() {
+    let c = Cluster::init("h3_latest", 57913, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE drawer LOGIN; CREATE ROLE owner1 LOGIN; CREATE ROLE owner2 LOGIN;
+         GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO drawer, owner1, owner2;",
+    );
+    for (i, level) in ["REPEATABLE READ", "SERIALIZABLE"].iter().enumerate() {
+        // a revoke committed after the drawer's snapshot
+        let tag = format!("rv{i}");
+        c.sql(&format!("SELECT seqgen_create('{tag}'); SELECT seqgen_grant('{tag}', 'drawer')"));
+        let mut d = as_role(&c, "drawer");
+        d.batch_execute(&format!("BEGIN ISOLATION LEVEL {level}; SELECT 1")).unwrap();
+        c.sql(&format!("SELECT seqgen_revoke('{tag}', 'drawer')"));
+        let r = d.query_one("SELECT seqgen_next($1)", &[&tag]);
+        println!("{level}: a draw after a revoke committed after the snapshot: {:?}", r.as_ref().map_err(sqlstate));
+        assert_eq!(r.err().as_ref().and_then(sqlstate).as_deref(), Some("42501"), "{level}: drawn after its revoke");
+        d.batch_execute("ROLLBACK").unwrap();
+
+        // a tag dropped and created again by another role after the old owner's snapshot
+        let tag = format!("own{i}");
+        as_role(&c, "owner1").batch_execute(&format!("SELECT seqgen_create('{tag}')")).unwrap();
+        let mut o1 = as_role(&c, "owner1");
+        o1.batch_execute(&format!("BEGIN ISOLATION LEVEL {level}; SELECT 1")).unwrap();
+        c.sql(&format!("SELECT seqgen_drop('{tag}')"));
+        as_role(&c, "owner2").batch_execute(&format!("SELECT seqgen_create('{tag}')")).unwrap();
+        for sql in [
+            format!("SELECT seqgen_set_template('{tag}', 'X{{seq:6}}')"),
+            format!("SELECT seqgen_make_opaque('{tag}')"),
+            format!("SELECT seqgen_drop('{tag}')"),
+        ] {
+            let r = o1.batch_execute(&format!("SAVEPOINT s; {sql}"));
+            let state = r.as_ref().err().and_then(sqlstate);
+            println!("{level}: the old owner's {sql}: {state:?}");
+            assert!(r.is_err(), "{level}: the old owner changed another role's tag: {sql}");
+            assert!(matches!(state.as_deref(), Some("42501") | Some("40001")), "{level}: {sql}: {state:?}");
+            o1.batch_execute("ROLLBACK TO SAVEPOINT s").unwrap();
+        }
+        o1.batch_execute("COMMIT").unwrap();
+        let (owner, template, opaque): (String, Option<String>, bool) = c
+            .connect()
+            .query_one(
+                "SELECT a.owner::text, t.template, a.opaque_from IS NOT NULL FROM seqgen.alloc a \
+                 LEFT JOIN seqgen.template t USING (biz_tag) WHERE a.biz_tag = $1",
+                &[&tag],
+            )
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .unwrap();
+        assert_eq!((owner.as_str(), template, opaque), ("owner2", None, false), "{level}: owner2's tag was changed");
+    }
+}
+
 /// Item 10: hand edits of the catalog that the guards let through: a counter moved inside its
 /// period (30 of 305 numbers repeated), a template replaced behind seqgen_set_template (5 of
 /// 10 repeated), and `{yyyy}` rendering year 12026 as 2026. All refused now.
