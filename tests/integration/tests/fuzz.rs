@@ -41,6 +41,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -98,6 +100,10 @@ enum Draw {
     /// `seqgen_next` naming every tag in turn in one statement, rows 12 + 4 x the argument
     /// (calls that change the tag from call to call draw from per-session blocks).
     InTurn(usize),
+    /// `seqgen_next` of tags `t` and `t + 1` in turn, 24 rows: two tags fit in the three slots,
+    /// so the session's blocks of values grow (1, 2, 4, ...) and outlive the statement (four
+    /// tags in turn evict each other at every draw, and take no blocks).
+    Pair(usize),
     Batch(usize, i32),
     /// `seqgen_next(tag, key)` on keys `k0` to `k2` in turn, this many rows.
     Keyed(usize, u32),
@@ -173,8 +179,14 @@ enum Op {
     /// (steps in between would evict the tag from the three slots, and with it the cache).
     Revoke(usize, Shape),
     /// Session `s` draws every tag in turn (per-session blocks), a superuser restarts tag `t`
-    /// above everything reserved in the shape, and session `s` draws in turn again at once.
+    /// above everything reserved in the shape (from another backend for session 0), and
+    /// session `s` draws in turn again at once.
     RestartUnder(usize, usize, Shape),
+    /// Two new superuser sessions of `postgres` draw tags `t` and `t + 1` in turn (blocks of
+    /// values per session) for about a second, while session 2 restarts one of them every
+    /// 50 ms: a statement that starts after a restart committed draws at or above its floor,
+    /// each session's values of a tag increase, nothing twice.
+    Blocks(usize),
 }
 
 /// The session of the second tenant (database `postgres`), beside the four of `SESSIONS`.
@@ -195,6 +207,9 @@ impl fmt::Display for Op {
             Op::Revoke(t, shape) => write!(f, "fz_app draws {} between a grant and a revoke [{shape:?}]", TAGS[*t]),
             Op::RestartUnder(s, t, shape) => {
                 write!(f, "session {s} draws in turn around a restart of {} [{shape:?}]", TAGS[*t])
+            }
+            Op::Blocks(t) => {
+                write!(f, "2 sessions draw {} and {} in turn under restarts", TAGS[*t], TAGS[(t + 1) % TAGS.len()])
             }
         }
     }
@@ -224,8 +239,9 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 let d = match rng.random_range(0..27) {
                     23..=24 => Draw::Keyed(t, [1, 3, 40][rng.random_range(0..3)]),
                     0..=3 => Draw::Next(t),
-                    // per-session blocks: many tags in turn, often
-                    4 | 25..=26 => Draw::InTurn(t),
+                    // per-session blocks: many tags in turn, often, and two (whose blocks grow)
+                    4 | 25 => Draw::InTurn(t),
+                    26 => Draw::Pair(t),
                     5..=6 => Draw::Batch(t, [1, 7, 100, 2000][rng.random_range(0..4)]),
                     7..=11 => Draw::OrderNo(ot, [1, 30, 150][rng.random_range(0..3)]),
                     // mostly from c, which starts with a template per key
@@ -304,7 +320,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
             90..=92 => Op::Churn([20, 60][rng.random_range(0..2)]),
             93..=94 => Op::Revoke(rng.random_range(0..TAGS.len()), shape(&mut rng)),
             // the superuser sessions that take per-session blocks (16 and 1,024 values)
-            95..=96 => Op::RestartUnder(rng.random_range(0..2), rng.random_range(0..TAGS.len()), shape(&mut rng)),
+            95 => Op::RestartUnder(rng.random_range(0..2), rng.random_range(0..TAGS.len()), shape(&mut rng)),
+            96..=97 => Op::Blocks(rng.random_range(0..TAGS.len())),
             _ => Op::Heal(rng.random_bool(0.5)),
         };
         ops.push(op);
@@ -564,7 +581,7 @@ impl Run {
     fn judge(&self, s: usize, db: usize, d: &Draw, v: &str) -> Result<(), String> {
         let (t, id) = match d {
             Draw::Next(t) | Draw::Batch(t, _) => (*t, v.parse::<i64>().ok()),
-            Draw::InTurn(_) => match v.split_once(':') {
+            Draw::InTurn(_) | Draw::Pair(_) => match v.split_once(':') {
                 Some((t, id)) => (t.parse().map_err(|_| format!("not a tag index: {v}"))?, id.parse::<i64>().ok()),
                 None => return Ok(()),
             },
@@ -640,6 +657,14 @@ impl Run {
                 12 + 4 * k,
                 n = TAGS.len()
             ),
+            Draw::Pair(t) => {
+                let u = (t + 1) % TAGS.len();
+                format!(
+                    "SELECT (CASE WHEN g % 2 = 0 THEN {t} ELSE {u} END) || ':' || \
+                     seqgen_next(CASE WHEN g % 2 = 0 THEN '{}' ELSE '{}' END) FROM generate_series(1, 24) g",
+                    TAGS[*t], TAGS[u]
+                )
+            }
             Draw::Batch(t, n) => format!("SELECT x FROM seqgen_next_batch('{}', {n}) x", TAGS[*t]),
             Draw::Keyed(t, n) => format!(
                 "SELECT (g % 3) || ':' || seqgen_next('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g",
@@ -694,7 +719,7 @@ impl Run {
                     self.in_order(s, key, usize::MAX, id)?;
                     self.ids.entry(key).or_default().insert(id)
                 }
-                Draw::InTurn(_) => {
+                Draw::InTurn(_) | Draw::Pair(_) => {
                     let parsed =
                         v.split_once(':').and_then(|(t, id)| Some((t.parse::<usize>().ok()?, id.parse::<i64>().ok()?)));
                     let (t, id) = parsed.ok_or_else(|| format!("not a tag index and a bigint: {v}"))?;
@@ -1107,8 +1132,13 @@ impl Run {
     }
 
     fn restart_under(&mut self, s: usize, t: usize, shape: Shape) -> Result<String, String> {
-        // 20 rows, 5 of each tag: blocks of 1, 2 and 4 values, 2 of them left
-        let first = self.draw(s, &Draw::InTurn(2), Shape::Auto)?;
+        // tag t and another in turn, three times: 12 draws of each per statement, blocks of 1,
+        // 2, 4, 8, 16 values (the tag's segments grow meanwhile), part of the last one left
+        let mut first = Ok(0);
+        for _ in 0..3 {
+            let n = self.draw(s, &Draw::Pair(t), Shape::Auto)?;
+            first = first.and_then(|f| n.map(|n| f + n));
+        }
         // above everything reserved (and every block a session holds)
         let db = s % 2;
         let floor =
@@ -1119,9 +1149,114 @@ impl Run {
                 },
                 Err(st) => return Ok(format!("draw {first:?}, catalog {st}")),
             };
-        let restarted = self.admin(db, &Admin::Restart(t, floor, false), shape)?;
-        let second = self.draw(s, &Draw::InTurn(2), Shape::Auto)?;
+        // by another backend where there is one (session 2, a superuser of the same database,
+        // takes no blocks): a backend's own restart is not what retires another's blocks
+        let by = if s == 0 { 2 } else { db };
+        let restarted = self.admin(by, &Admin::Restart(t, floor, false), shape)?;
+        let second = self.draw(s, &Draw::Pair(t), Shape::Auto)?;
         Ok(format!("draw {first:?}, restart to {floor} {restarted}, draw {second:?}"))
+    }
+
+    fn blocks(&mut self, t: usize) -> Result<String, String> {
+        let u = (t + 1) % TAGS.len();
+        let sql = format!(
+            "SELECT (CASE WHEN g % 2 = 0 THEN {t} ELSE {u} END) || ':' || \
+             seqgen_next(CASE WHEN g % 2 = 0 THEN '{}' ELSE '{}' END) FROM generate_series(1, 24) g",
+            TAGS[t], TAGS[u]
+        );
+        let ci = self.conninfo(0);
+        let stop = Arc::new(AtomicBool::new(false));
+        let t0 = Instant::now();
+        let drawers: Vec<_> = (0..2)
+            .map(|_| {
+                let (ci, sql, stop) = (ci.clone(), sql.clone(), stop.clone());
+                std::thread::spawn(move || -> Result<Vec<(usize, i64, Duration)>, String> {
+                    let mut cl = Client::connect(&ci, NoTls).map_err(|e| format!("a drawer cannot connect: {e}"))?;
+                    cl.batch_execute("SET statement_timeout = '20s'; SET seqgen.backend_block = 16").unwrap();
+                    let mut got = vec![];
+                    while !stop.load(Ordering::Relaxed) {
+                        let started = t0.elapsed();
+                        let Ok(msgs) = cl.simple_query(&sql) else {
+                            // refused (a tag dropped meanwhile, a lock): the next statement
+                            std::thread::sleep(Duration::from_millis(20));
+                            continue;
+                        };
+                        for m in msgs {
+                            if let postgres::SimpleQueryMessage::Row(r) = m {
+                                let v = r.get(0).unwrap_or("");
+                                let (i, id) = v
+                                    .split_once(':')
+                                    .and_then(|(i, id)| Some((i.parse().ok()?, id.parse().ok()?)))
+                                    .ok_or_else(|| format!("not a tag index and a bigint: {v}"))?;
+                                got.push((i, id, started));
+                            }
+                        }
+                    }
+                    Ok(got)
+                })
+            })
+            .collect();
+        // restarts from session 2 (a superuser of postgres), above everything reserved
+        let mut restarts: Vec<(usize, i64, Duration)> = vec![];
+        let mut outcome: Result<(), String> = Ok(());
+        for i in 0..20 {
+            let r = if i % 2 == 0 { t } else { u };
+            let top = self.query(2, &format!("SELECT max_id + 1000 FROM seqgen.alloc WHERE biz_tag = '{}'", TAGS[r]));
+            let floor = match top {
+                Ok(Ok(rows)) => rows.first().and_then(|v| v.parse::<i64>().ok()),
+                Ok(Err(_)) => None,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            };
+            if let Some(floor) = floor {
+                match self.admin(2, &Admin::Restart(r, floor, false), Shape::Auto) {
+                    Ok(done) if done == "ok" => restarts.push((r, floor, t0.elapsed())),
+                    Ok(_) => {}
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let mut sessions = vec![];
+        for d in drawers {
+            sessions.push(d.join().map_err(|_| "a drawer panicked".to_string())??);
+        }
+        outcome?;
+        let (mut values, mut blocks_seen) = (0, 0);
+        for got in &sessions {
+            let mut last: HashMap<usize, i64> = HashMap::new();
+            for (i, id, started) in got {
+                values += 1;
+                let key = self.tag_key(0, *i);
+                if !self.ids.entry(key).or_default().insert(*id) {
+                    return Err(format!("{id} of tag {} was issued twice", TAGS[*i]));
+                }
+                let floor = restarts.iter().filter(|(r, _, done)| r == i && done < started).map(|(_, f, _)| *f).max();
+                if let Some(f) = floor.filter(|f| id < f) {
+                    return Err(format!(
+                        "a session drew {id} of tag {} in a statement that started after its restart to {f} committed",
+                        TAGS[*i]
+                    ));
+                }
+                if !self.unordered.contains(&key) {
+                    if let Some(before) = last.insert(*i, *id) {
+                        if before >= *id {
+                            return Err(format!("a session drew {id} of tag {} after {before}", TAGS[*i]));
+                        }
+                        if *id > before + 1 {
+                            blocks_seen += 1;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(format!("{values} values, {} restarts, {blocks_seen} jumps", restarts.len()))
     }
 
     /// A crash or a panic in the server log since the last look.
@@ -1175,6 +1310,7 @@ impl Run {
             Op::Churn(n) => self.churn(*n),
             Op::Revoke(t, shape) => self.revoke(*t, *shape),
             Op::RestartUnder(s, t, shape) => self.restart_under(*s, *t, *shape),
+            Op::Blocks(t) => self.blocks(*t),
         }?;
         self.check_log()?;
         self.check_gapless()?;
