@@ -24,6 +24,13 @@
 //! committed restart is at or above its floor; a superuser's draw of an existing tag with no
 //! fault active is never refused (42704, 42501, 55000, 0A000: only waits may fail); and the
 //! victim's period is never full (2200H) before an eighth of its capacity was drawn.
+//! Session 2 runs at REPEATABLE READ and `fz_app`'s at SERIALIZABLE. The table numbered at
+//! commit is partitioned, has a BEFORE trigger and row-level security. A concurrent step has
+//! two new sessions draw two tags in turn (blocks of values) while session 2 restarts them:
+//! a statement that starts after a restart committed draws at or above its floor.
+//! `seqgen.max_keys_per_role` is 600 here: the second tenant's churn meets it late in a run; a
+//! churn that takes the tenant's keys past it must be refused (53400), and the victim's numbers
+//! are judged as before.
 //!
 //! After every step it checks: no value or text returned by any call (committed or rolled
 //! back) was returned before (per tag incarnation and database; snowflakes and UUIDv7s
@@ -195,6 +202,8 @@ const ATTACKER: usize = 4;
 /// period may be full.
 const VICTIM_TEMPLATE: &str = "V{yyyy}{MM}{dd}{seq:3}";
 const VICTIM_CAPACITY: u64 = 999;
+/// `seqgen.max_keys_per_role` in the fuzzer's cluster.
+const KEY_BOUND: u32 = 600;
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -398,6 +407,7 @@ impl Run {
             &[
                 "seqgen.allocation_timeout = 1000",
                 "seqgen.max_tags = 3",
+                "seqgen.max_keys_per_role = 600",
                 "max_prepared_transactions = 20",
                 "max_connections = 60",
                 "log_min_messages = warning",
@@ -419,10 +429,22 @@ impl Run {
                    seqgen_order_no(text, text) TO fz_app;
                  SELECT seqgen_create_gapless('gl');
                  SELECT seqgen_grant('gl', 'fz_app');
-                 CREATE TABLE gl_t (k text NOT NULL, no bigint);
+                 -- numbered at commit: partitioned, with a BEFORE trigger that touches every
+                 -- row written (the numbering update too) and row-level security
+                 CREATE TABLE gl_t (k text NOT NULL, no bigint, touched int NOT NULL DEFAULT 0)
+                   PARTITION BY LIST (k);
+                 CREATE TABLE gl_t0 PARTITION OF gl_t FOR VALUES IN ('k0');
+                 CREATE TABLE gl_t1 PARTITION OF gl_t FOR VALUES IN ('k1');
+                 CREATE TABLE gl_tx PARTITION OF gl_t DEFAULT;
                  SELECT seqgen_gapless_attach('gl_t', 'no', 'gl', 'k');
+                 CREATE FUNCTION gl_touch() RETURNS trigger LANGUAGE plpgsql
+                   AS $$ BEGIN NEW.touched := NEW.touched + 1; RETURN NEW; END $$;
+                 CREATE TRIGGER gl_touch BEFORE INSERT OR UPDATE ON gl_t FOR EACH ROW EXECUTE FUNCTION gl_touch();
+                 ALTER TABLE gl_t ENABLE ROW LEVEL SECURITY;
+                 CREATE POLICY gl_app ON gl_t TO fz_app USING (k IN ('k0', 'k1', 'k2')) WITH CHECK (k LIKE 'k_');
                  CREATE TABLE gl_d (k text NOT NULL, no bigint NOT NULL);
-                 GRANT INSERT, SELECT ON gl_t, gl_d TO fz_app; GRANT UPDATE (no) ON gl_t TO fz_app;",
+                 GRANT INSERT, SELECT ON gl_t, gl_t0, gl_t1, gl_tx, gl_d TO fz_app;
+                 GRANT UPDATE (no) ON gl_t, gl_t0, gl_t1, gl_tx TO fz_app;",
             )
             .unwrap();
             cl.batch_execute(
@@ -485,6 +507,14 @@ impl Run {
             // blocks of values per session (draws from many tags in turn): the default, the
             // most, none, and an odd size
             cl.batch_execute(&format!("SET seqgen.backend_block = {}", [16, 1024, 1, 3][s % 4])).unwrap();
+            // two sessions at the stricter isolation levels: every check that guards uniqueness
+            // or privileges must decide on the latest committed state whatever the level
+            let level = match s {
+                2 => "repeatable read",
+                3 => "serializable",
+                _ => "read committed",
+            };
+            cl.batch_execute(&format!("SET default_transaction_isolation = '{level}'")).unwrap();
             self.sessions[s] = Some(cl);
         }
         Ok(self.sessions[s].as_mut().unwrap())
@@ -1091,10 +1121,22 @@ impl Run {
         let mut out = vec![];
         for _ in 0..3 {
             self.churns += 1;
+            let keys = match self.query(0, "SELECT count(*) FROM seqgen.key_counter WHERE biz_tag = 'z'")? {
+                Ok(rows) => rows.first().and_then(|v| v.parse::<u32>().ok()),
+                Err(_) => None,
+            };
             let churned = self.query(
                 ATTACKER,
                 &format!("SELECT count(seqgen_next('z', 'c{}-' || g)) FROM generate_series(1, {n}) g", self.churns),
             )?;
+            // the bound: n new keys past it cannot all be made
+            if let (Ok(_), Some(k)) = (&churned, keys) {
+                if k + n > KEY_BOUND {
+                    return Err(format!(
+                        "fz_att had {k} keys and made {n} more: seqgen.max_keys_per_role ({KEY_BOUND}) was not enforced"
+                    ));
+                }
+            }
             let got = self.query(victim, "SELECT seqgen_order_no('v')")?;
             match &got {
                 Ok(rows) => {
