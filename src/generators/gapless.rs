@@ -301,8 +301,8 @@ fn target(relid: pg_sys::Oid, user: pg_sys::Oid, column: &str, key_column: &str)
                         pg_catalog.format('SELECT %s FROM ONLY %I.%I WHERE ctid OPERATOR(pg_catalog.=) $1::pg_catalog.tid AND %I IS NULL', \
                         CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN '''''' ELSE pg_catalog.format('pg_catalog.format(''%%s'', %I)', $3) END, \
                         n.nspname, c.relname, $2), \
-                        pg_catalog.format('UPDATE ONLY %I.%I SET %I = $1 WHERE ctid OPERATOR(pg_catalog.=) $2::pg_catalog.tid', \
-                        n.nspname, c.relname, $2), \
+                        pg_catalog.format('UPDATE ONLY %I.%I SET %I = $1 WHERE ctid OPERATOR(pg_catalog.=) $2::pg_catalog.tid \
+                                           RETURNING (%I)::pg_catalog.text', n.nspname, c.relname, $2, $2), \
                         pg_catalog.has_column_privilege($4, c.oid, 'ctid', 'SELECT'), \
                         pg_catalog.has_column_privilege($4, c.oid, $2, 'UPDATE'), \
                         (SELECT pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a \
@@ -429,16 +429,21 @@ fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
     }
     let (n, rendered) = take(tag, &key, true)?;
     let write = &target.write;
-    let updated = Spi::connect_mut(|c| {
+    let written = Spi::connect_mut(|c| {
         let t = match &rendered {
             Some(text) => c.update(write, None, &[text.as_str().into(), ctid.as_str().into()])?,
             None => c.update(write, None, &[n.into(), ctid.as_str().into()])?,
         };
-        Ok::<_, pgrx::spi::Error>(t.len())
+        let len = t.len();
+        let value = if len == 1 { t.first().get_one::<String>()? } else { None };
+        Ok::<_, pgrx::spi::Error>((len, value))
     })
     .map_err(spi_err)?;
-    if updated != 1 {
-        return Err(SeqgenError::GaplessNotWritten { table: target.name, ctid });
+    match written {
+        (1, Some(v)) if v == rendered.clone().unwrap_or_else(|| n.to_string()) => Ok(()),
+        // a BEFORE UPDATE trigger set the number to NULL (the row would be numbered again at
+        // once, and again, until the counter overflowed) or to another value
+        (1, _) => Err(SeqgenError::GaplessOverwritten { table: target.name, ctid, column: column.to_string() }),
+        _ => Err(SeqgenError::GaplessNotWritten { table: target.name, ctid }),
     }
-    Ok(())
 }

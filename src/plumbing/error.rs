@@ -85,6 +85,8 @@ pub enum SeqgenError {
     GaplessPrivilege { table: String, column: String },
     #[error("could not write the gapless number of row {ctid} of table {table}")]
     GaplessNotWritten { table: String, ctid: String },
+    #[error("the gapless number of row {ctid} of table {table} was changed as it was written")]
+    GaplessOverwritten { table: String, ctid: String, column: String },
     #[error("tag \"{0}\" has no template")]
     NoTemplate(String),
     #[error("the template of tag \"{0}\" numbers per key ({{key}}): call seqgen_order_no(biz_tag, key)")]
@@ -148,7 +150,7 @@ impl SeqgenError {
             TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) | GaplessPrivilege { .. } => {
                 ERRCODE_INSUFFICIENT_PRIVILEGE
             }
-            GaplessNotWritten { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            GaplessNotWritten { .. } | GaplessOverwritten { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             DuplicateTag(_) => ERRCODE_DUPLICATE_OBJECT,
             BadTag(_) | InvalidArgument(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             // 22008 (datetime_field_overflow is datetime_value_out_of_range)
@@ -170,6 +172,7 @@ impl SeqgenError {
             At { inner, .. } => return inner.detail(),
             GaplessKeyType { .. } => "Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.".into(),
             GaplessPrivilege { column, .. } => format!("Numbering at commit updates column \"{column}\" of the rows the role wrote, found by their ctid: the role needs SELECT on the table (a grant on columns does not cover ctid) and UPDATE on column \"{column}\"."),
+            GaplessOverwritten { column, .. } => format!("A BEFORE UPDATE trigger set column \"{column}\" to NULL or another value in the update that writes the number: the row would not keep its number (set to NULL, it would be numbered again, and again)."),
             KeyLimit { .. } => "Each key of seqgen_next(biz_tag, key) and seqgen_order_no(biz_tag, key) counts toward the role that owns its tag, whoever draws it; keys already in use still draw.".into(),
             GaplessNotWritten { .. } => "The update that writes the number changed no row: a BEFORE UPDATE trigger returned NULL, or a row-level security policy hides the row from the committing role.".into(),
             _ => return None,
@@ -212,6 +215,7 @@ impl SeqgenError {
             GaplessKeyType { .. } => "Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).".into(),
             GaplessPrivilege { .. } => "Grant the committing role SELECT on the table and UPDATE on the number column.".into(),
             GaplessNotWritten { .. } => "Let the committing role update the rows it inserts: no BEFORE UPDATE trigger may return NULL for the numbering update, and the table's SELECT and UPDATE policies must admit the row.".into(),
+            GaplessOverwritten { column, .. } => format!("Let the table's BEFORE UPDATE triggers leave column \"{column}\" as the update sets it."),
             KeyLimit { .. } => "Reuse keys, drop the tags no longer needed (their keys go with them), or raise seqgen.max_keys_per_role.".into(),
             OrderOverflow { .. } => "Use a wider {seq:N} or a finer period; for periods of a second, seqgen.order_no_overflow = wait waits for the next second instead.".into(),
             _ => return None,

@@ -645,3 +645,40 @@ fn keys_per_role_are_bounded() {
     );
     assert_eq!(keys, 32);
 }
+
+/// The review's Low 3: a BEFORE UPDATE trigger that sets the number back to NULL made the
+/// numbering update fire the commit-time trigger again, and again, taking a number each time
+/// until the counter overflowed. The number written is read back: a trigger that changes it
+/// fails the commit with 55000, the counter where it was.
+#[test]
+fn gapless_numbers_changed_by_a_trigger_fail_the_commit() {
+    let c = Cluster::init("h3_overwrite", 57915, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create_gapless('gow');
+         CREATE TABLE ow (id int, no bigint);
+         SELECT seqgen_gapless_attach('ow', 'no', 'gow');
+         CREATE FUNCTION ow_null() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.no := NULL; RETURN NEW; END $$;
+         CREATE TRIGGER ow_null BEFORE UPDATE ON ow FOR EACH ROW WHEN (current_setting('ow.mode', true) = 'null')
+           EXECUTE FUNCTION ow_null();
+         CREATE FUNCTION ow_add() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.no := NEW.no + 1000; RETURN NEW; END $$;
+         CREATE TRIGGER ow_add BEFORE UPDATE ON ow FOR EACH ROW WHEN (current_setting('ow.mode', true) = 'add')
+           EXECUTE FUNCTION ow_add();",
+    );
+    let mut s = c.connect();
+    for mode in ["null", "add"] {
+        let t = std::time::Instant::now();
+        let e = s
+            .batch_execute(&format!("SET ow.mode = '{mode}'; INSERT INTO ow VALUES (1)"))
+            .expect_err("a number changed by a trigger was committed");
+        let db = e.as_db_error().unwrap();
+        println!("trigger {mode}: {} ({}) after {:?}", db.message(), db.code().code(), t.elapsed());
+        assert_eq!(db.code().code(), "55000", "{e:?}");
+        assert!(db.message().contains("was changed as it was written"), "{}", db.message());
+    }
+    s.batch_execute("RESET ow.mode; INSERT INTO ow VALUES (2)").unwrap();
+    // nothing was used up by the refused commits: the next number is 1
+    assert_eq!(c.one_i64("SELECT no FROM ow"), 1);
+    assert_eq!(c.one_i64("SELECT count(*) FROM ow"), 1);
+}
