@@ -88,6 +88,7 @@ DECLARE
     base_type pg_catalog.text;
     is_enum pg_catalog.bool;
     child pg_catalog.regclass;
+    key_collation pg_catalog.text;
 BEGIN
     IF number_column IS NULL OR biz_tag IS NULL OR "table" IS NULL THEN
         RAISE EXCEPTION 'table, number_column and biz_tag must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -123,6 +124,20 @@ BEGIN
                 USING ERRCODE = 'feature_not_supported',
                       DETAIL = 'Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.',
                       HINT = 'Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).';
+        END IF;
+        -- equal values under a nondeterministic collation have several texts (checked again
+        -- at every commit, like the type)
+        SELECT pg_catalog.format('%I.%I', cn.nspname, co.collname) INTO key_collation
+          FROM pg_catalog.pg_attribute a
+          JOIN pg_catalog.pg_collation co ON co.oid OPERATOR(pg_catalog.=) a.attcollation
+          JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) co.collnamespace
+         WHERE a.attrelid OPERATOR(pg_catalog.=) "table" AND a.attname OPERATOR(pg_catalog.=) key_column
+           AND NOT co.collisdeterministic;
+        IF key_collation IS NOT NULL THEN
+            RAISE EXCEPTION 'gapless key column "%" of table % has the nondeterministic collation %', key_column, "table", key_collation
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Values the collation counts as equal (ACME and acme, under a case-insensitive one) have different texts: one key would be counted as several, and its numbers repeated.',
+                      HINT = 'Key on a column with a deterministic collation (COLLATE "C"), or on a generated column such as lower(key).';
         END IF;
     END IF;
     EXECUTE pg_catalog.format(

@@ -47,6 +47,20 @@ if [ -n "${SEQGEN_IN_ROOT:-}" ]; then CHAIN_MAJOR=none; fi  # the root's major: 
 releases_for() {
     if [ "$1" = "$CHAIN_MAJOR" ]; then echo "${RELEASES[@]}"; else echo "${RELEASES[-1]}"; fi
 }
+# The operation fuzzer's seeds (its steps are a function of the seed, not of the major): the
+# three fixed seeds on 18, one more seed on each other major, so that every major is fuzzed and
+# no seed runs twice (a one-major run takes the three). SEQGEN_FUZZ_SEEDS, when set, counts
+# for every major.
+FUZZ_SEEDS_GIVEN=${SEQGEN_FUZZ_SEEDS:-}
+fuzz_seeds_for() {
+    if [ -n "$FUZZ_SEEDS_GIVEN" ]; then
+        echo "$FUZZ_SEEDS_GIVEN"
+    elif [ -z "${SEQGEN_IN_ROOT:-}" ] && [ "$(echo $PG_MAJORS | wc -w)" = 1 ]; then
+        echo 1,2,3
+    else
+        case $1 in 15) echo 4 ;; 16) echo 5 ;; 17) echo 6 ;; *) echo 1,2,3 ;; esac
+    fi
+}
 # env name of a release's package tree (0.1.0 kept its historical name)
 old_var() { if [ "$1" = 0.1.0 ]; then echo SEQGEN_OLD_PACKAGE; else echo "SEQGEN_OLD_PACKAGE_${1//./_}"; fi; }
 
@@ -146,7 +160,8 @@ for major in $PG_MAJORS; do
     else
         unset SEQGEN_UPGRADE_FROM
     fi
-    stage "pg$major: integration and fault suite (build and run)"
+    export SEQGEN_FUZZ_SEEDS=$(fuzz_seeds_for "$major")
+    stage "pg$major: integration and fault suite (build and run, fuzzer seeds $SEQGEN_FUZZ_SEEDS)"
     run cargo test -p seqgen-integration --test '*' -- --test-threads=2 --nocapture "${skips[@]}"
 done
 

@@ -287,6 +287,8 @@ struct Target {
     write: String,
     /// the key column's type and base type (domains resolved) and whether that is an enum
     key_type: Option<(String, String, bool)>,
+    /// the key column's collation, if it is nondeterministic (equal values, several texts)
+    nondeterministic: Option<String>,
     /// may the committing user read the row's ctid (table-level SELECT) and update the number?
     may_select: bool,
     may_update: bool,
@@ -318,7 +320,12 @@ fn target(relid: pg_sys::Oid, user: pg_sys::Oid, column: &str, key_column: &str)
                               ON t.oid OPERATOR(pg_catalog.=) ty.base WHERE ty.base OPERATOR(pg_catalog.<>) 0) \
                          SELECT pg_catalog.format_type(ty.oid, NULL) OPERATOR(pg_catalog.||) \
                                 CASE WHEN ty.typtype OPERATOR(pg_catalog.=) 'e' THEN ' enum' ELSE '' END \
-                           FROM ty WHERE ty.base OPERATOR(pg_catalog.=) 0) \
+                           FROM ty WHERE ty.base OPERATOR(pg_catalog.=) 0), \
+                        (SELECT pg_catalog.format('%I.%I', cn.nspname, co.collname) FROM pg_catalog.pg_attribute a \
+                           JOIN pg_catalog.pg_collation co ON co.oid OPERATOR(pg_catalog.=) a.attcollation \
+                           JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) co.collnamespace \
+                          WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) $3 \
+                            AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND NOT co.collisdeterministic) \
                  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
                  WHERE c.oid OPERATOR(pg_catalog.=) $1",
                 Some(1),
@@ -336,11 +343,12 @@ fn target(relid: pg_sys::Oid, user: pg_sys::Oid, column: &str, key_column: &str)
                 r.get::<bool>(5)?,
                 r.get::<String>(6)?,
                 r.get::<String>(7)?,
+                r.get::<String>(8)?,
             )))
         }))
     })
     .map_err(spi_err)?;
-    let Some((Some(name), Some(read), Some(write), sel, upd, key_type, base)) = row else {
+    let Some((Some(name), Some(read), Some(write), sel, upd, key_type, base, collation)) = row else {
         return Err(SeqgenError::Internal("the numbered table is gone".into()));
     };
     let key_type = match (key_column.is_empty(), key_type, base) {
@@ -358,7 +366,15 @@ fn target(relid: pg_sys::Oid, user: pg_sys::Oid, column: &str, key_column: &str)
             )))
         }
     };
-    Ok(Target { name, read, write, key_type, may_select: sel.unwrap_or(false), may_update: upd.unwrap_or(false) })
+    Ok(Target {
+        name,
+        read,
+        write,
+        key_type,
+        nondeterministic: collation,
+        may_select: sel.unwrap_or(false),
+        may_update: upd.unwrap_or(false),
+    })
 }
 
 /// A key column's type must give one text whatever the session's settings (see `KEY_TYPES`).
@@ -395,6 +411,9 @@ fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
     let target = target(relid, user, column, key_column)?;
     if let Some((ty, base, is_enum)) = &target.key_type {
         check_key_type(&target.name, key_column, ty, base, *is_enum)?;
+    }
+    if let Some(collation) = target.nondeterministic {
+        return Err(SeqgenError::GaplessKeyCollation { table: target.name, column: key_column.to_string(), collation });
     }
     if !(target.may_select && target.may_update) {
         return Err(SeqgenError::GaplessPrivilege { table: target.name, column: column.to_string() });

@@ -81,6 +81,8 @@ pub enum SeqgenError {
     GaplessBusy { tag: String, key: String },
     #[error("gapless key column \"{column}\" of table {table} has type {ty}, whose text depends on session settings")]
     GaplessKeyType { table: String, column: String, ty: String },
+    #[error("gapless key column \"{column}\" of table {table} has the nondeterministic collation {collation}")]
+    GaplessKeyCollation { table: String, column: String, collation: String },
     #[error("permission denied to number the rows of table {table} at commit")]
     GaplessPrivilege { table: String, column: String },
     #[error("could not write the gapless number of row {ctid} of table {table}")]
@@ -160,7 +162,9 @@ impl SeqgenError {
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyDatabases(_) | KeyLimit { .. } => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            Unsupported(_) | PreparedReservation | GaplessKeyType { .. } => ERRCODE_FEATURE_NOT_SUPPORTED,
+            Unsupported(_) | PreparedReservation | GaplessKeyType { .. } | GaplessKeyCollation { .. } => {
+                ERRCODE_FEATURE_NOT_SUPPORTED
+            }
             Internal(_) => ERRCODE_INTERNAL_ERROR,
         }
     }
@@ -171,6 +175,7 @@ impl SeqgenError {
         Some(match self {
             At { inner, .. } => return inner.detail(),
             GaplessKeyType { .. } => "Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.".into(),
+            GaplessKeyCollation { .. } => "Values the collation counts as equal (ACME and acme, under a case-insensitive one) have different texts: one key would be counted as several, and its numbers repeated.".into(),
             GaplessPrivilege { column, .. } => format!("Numbering at commit updates column \"{column}\" of the rows the role wrote, found by their ctid: the role needs SELECT on the table (a grant on columns does not cover ctid) and UPDATE on column \"{column}\"."),
             GaplessOverwritten { column, .. } => format!("A BEFORE UPDATE trigger set column \"{column}\" to NULL or another value in the update that writes the number: the row would not keep its number (set to NULL, it would be numbered again, and again)."),
             KeyLimit { .. } => "Each key of seqgen_next(biz_tag, key) and seqgen_order_no(biz_tag, key) counts toward the role that owns its tag, whoever draws it; keys already in use still draw.".into(),
@@ -213,6 +218,7 @@ impl SeqgenError {
             WorkerFailed { .. } => "Only this tag's request failed; see seqgen_worker_status() and the server log.".into(),
             PreparedReservation => "A raised reservation must count from the moment its transaction commits, which a prepared transaction cannot promise: write it in a transaction that commits without PREPARE TRANSACTION.".into(),
             GaplessKeyType { .. } => "Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).".into(),
+            GaplessKeyCollation { .. } => "Key on a column with a deterministic collation (COLLATE \"C\"), or on a generated column such as lower(key).".into(),
             GaplessPrivilege { .. } => "Grant the committing role SELECT on the table and UPDATE on the number column.".into(),
             GaplessNotWritten { .. } => "Let the committing role update the rows it inserts: no BEFORE UPDATE trigger may return NULL for the numbering update, and the table's SELECT and UPDATE policies must admit the row.".into(),
             GaplessOverwritten { column, .. } => format!("Let the table's BEFORE UPDATE triggers leave column \"{column}\" as the update sets it."),
