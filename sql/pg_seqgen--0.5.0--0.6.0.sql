@@ -144,6 +144,7 @@ DECLARE
     base_type pg_catalog.text;
     is_enum pg_catalog.bool;
     child pg_catalog.regclass;
+    child_kind pg_catalog.char;
     key_collation pg_catalog.text;
 BEGIN
     IF number_column IS NULL OR biz_tag IS NULL OR "table" IS NULL THEN
@@ -202,15 +203,25 @@ BEGIN
         'seqgen_gapless_' OPERATOR(pg_catalog.||) number_column, "table", number_column,
         '@extschema@', biz_tag, number_column, COALESCE(key_column, ''));
     -- rows inserted into an inheritance child do not fire their parent's triggers: attach the
-    -- table's children too (partitions get the trigger from their partitioned table); children
-    -- made later are attached by the event trigger seqgen_gapless_inherit
-    FOR child IN SELECT i.inhrelid::pg_catalog.regclass FROM pg_catalog.pg_inherits i
+    -- table's children too (partitions get the trigger from their partitioned table; a foreign
+    -- table takes no constraint trigger, so one is refused); children made later are attached
+    -- by the event trigger seqgen_gapless_inherit
+    FOR child, child_kind IN SELECT i.inhrelid::pg_catalog.regclass, c.relkind FROM pg_catalog.pg_inherits i
                    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
                   WHERE i.inhparent OPERATOR(pg_catalog.=) "table" AND NOT c.relispartition
-                    AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) i.inhrelid
-                                    AND t.tgname OPERATOR(pg_catalog.=) ('seqgen_gapless_' OPERATOR(pg_catalog.||) number_column))
     LOOP
-        PERFORM @extschema@.seqgen_gapless_attach(child, number_column, biz_tag, key_column);
+        IF child_kind OPERATOR(pg_catalog.=) 'f' THEN
+            RAISE EXCEPTION 'foreign table % inherits from table %, whose rows are numbered at commit', child, "table"
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'A foreign table takes no constraint trigger: its rows would be committed without a number.',
+                      HINT = 'Detach it (ALTER FOREIGN TABLE ... NO INHERIT), and number its rows where they are stored.';
+        END IF;
+        -- read again for each child: one reached through two parents is attached once (the
+        -- trigger's name as PostgreSQL stores it, cut to 63 bytes)
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) child
+                       AND t.tgname OPERATOR(pg_catalog.=) ('seqgen_gapless_' OPERATOR(pg_catalog.||) number_column)::pg_catalog.name) THEN
+            PERFORM @extschema@.seqgen_gapless_attach(child, number_column, biz_tag, key_column);
+        END IF;
     END LOOP;
 END;
 $$;
@@ -223,37 +234,63 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg
 
 -- A table made an inheritance child of an attached table (CREATE TABLE ... INHERITS, ALTER
 -- TABLE ... INHERIT) is attached the same way, so that its rows are numbered too. Only the
--- parent's owner can add a child to it; SECURITY DEFINER so that the child's owner need not
--- be allowed seqgen_gapless_attach itself. (It also runs for the extension's own script:
--- to_regproc, not a cast, while seqgen_gapless_assign does not exist yet.)
+-- parent's owner can add a child to it (and must own the child); SECURITY DEFINER so that the
+-- child's owner need not be allowed seqgen_gapless_attach itself. A table below the new child
+-- that belongs to another role is not attached behind its owner's back: the command fails.
+-- Settings fixed: the body's literals must not depend on standard_conforming_strings. (It also
+-- runs for the extension's own script: to_regprocedure, not a cast, while
+-- seqgen_gapless_assign does not exist yet.)
 CREATE FUNCTION seqgen.gapless_inherit() RETURNS event_trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
 AS $$
 DECLARE
     r record;
     a pg_catalog.bytea;
     p pg_catalog.int4;
     args pg_catalog.text[];
+    other pg_catalog.regclass;
+    other_owner pg_catalog.regrole;
 BEGIN
     FOR r IN
-        SELECT DISTINCT i.inhrelid, t.tgname, t.tgargs
+        SELECT DISTINCT ON (i.inhrelid, t.tgname) i.inhrelid, i.inhparent, c.relowner, t.tgname, t.tgargs
           FROM pg_catalog.pg_event_trigger_ddl_commands() d
           JOIN pg_catalog.pg_inherits i ON i.inhrelid OPERATOR(pg_catalog.=) d.objid
           JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
           JOIN pg_catalog.pg_trigger t ON t.tgrelid OPERATOR(pg_catalog.=) i.inhparent
          WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
            AND NOT c.relispartition
-           AND t.tgfoid OPERATOR(pg_catalog.=) pg_catalog.to_regproc('@extschema@.seqgen_gapless_assign')
+           AND t.tgfoid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('@extschema@.seqgen_gapless_assign()')
            AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger o WHERE o.tgrelid OPERATOR(pg_catalog.=) i.inhrelid
                            AND o.tgname OPERATOR(pg_catalog.=) t.tgname)
+         ORDER BY i.inhrelid, t.tgname
     LOOP
+        -- attached by an earlier round of this loop (through another parent)
+        CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.pg_trigger o WHERE o.tgrelid OPERATOR(pg_catalog.=) r.inhrelid
+                              AND o.tgname OPERATOR(pg_catalog.=) r.tgname);
+        -- the new child and the tables below it: all of the new child's owner
+        WITH RECURSIVE below(oid) AS (
+            SELECT r.inhrelid
+            UNION
+            SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN below b ON i.inhparent OPERATOR(pg_catalog.=) b.oid)
+        SELECT c.oid::pg_catalog.regclass, c.relowner::pg_catalog.regrole INTO other, other_owner
+          FROM below b JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) b.oid
+         WHERE c.relowner OPERATOR(pg_catalog.<>) r.relowner
+         LIMIT 1;
+        IF other IS NOT NULL THEN
+            RAISE EXCEPTION 'permission denied to number the rows of table % at commit', other
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('Table %s would inherit from table %s, whose rows are numbered at commit, and belongs to role %s.',
+                                                 other, r.inhparent::pg_catalog.regclass, other_owner),
+                      HINT = 'Have that role attach it (seqgen_gapless_attach), or run the command as that role.';
+        END IF;
         -- tgargs: (biz_tag, number_column, key_column or ''), each ended by a zero byte
         a := r.tgargs;
         args := '{}';
         WHILE pg_catalog.length(a) OPERATOR(pg_catalog.>) 0 LOOP
-            p := pg_catalog.position(a, '\x00'::pg_catalog.bytea);
+            p := pg_catalog.position(a, pg_catalog.decode('00', 'hex'));
             args := args OPERATOR(pg_catalog.||) pg_catalog.convert_from(pg_catalog.substring(a, 1, p OPERATOR(pg_catalog.-) 1),
                                                                          pg_catalog.getdatabaseencoding());
             a := pg_catalog.substring(a, p OPERATOR(pg_catalog.+) 1);
@@ -264,7 +301,7 @@ END;
 $$;
 REVOKE ALL ON FUNCTION seqgen.gapless_inherit() FROM PUBLIC;
 CREATE EVENT TRIGGER seqgen_gapless_inherit ON ddl_command_end
-    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
+    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE')
     EXECUTE FUNCTION seqgen.gapless_inherit();
 
 -- Keyed counters: seqgen_next(biz_tag, key), where each key starts (alloc.start_with; 1 for

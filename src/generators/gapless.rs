@@ -304,7 +304,9 @@ fn target(relid: pg_sys::Oid, user: pg_sys::Oid, column: &str, key_column: &str)
                         CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN '''''' ELSE pg_catalog.format('pg_catalog.format(''%%s'', %I)', $3) END, \
                         n.nspname, c.relname, $2), \
                         pg_catalog.format('UPDATE ONLY %I.%I SET %I = $1 WHERE ctid OPERATOR(pg_catalog.=) $2::pg_catalog.tid \
-                                           RETURNING (%I)::pg_catalog.text', n.nspname, c.relname, $2, $2), \
+                                           RETURNING %I IS NOT DISTINCT FROM CAST($1 AS %s)', n.nspname, c.relname, $2, $2, \
+                          (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a \
+                            WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) $2)), \
                         pg_catalog.has_column_privilege($4, c.oid, 'ctid', 'SELECT'), \
                         pg_catalog.has_column_privilege($4, c.oid, $2, 'UPDATE'), \
                         (SELECT pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a \
@@ -454,12 +456,14 @@ fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
             None => c.update(write, None, &[n.into(), ctid.as_str().into()])?,
         };
         let len = t.len();
-        let value = if len == 1 { t.first().get_one::<String>()? } else { None };
-        Ok::<_, pgrx::spi::Error>((len, value))
+        // the number as the column holds it, compared in the column's type (numeric(12,2)
+        // holds 42 as 42.00)
+        let kept = if len == 1 { t.first().get_one::<bool>()? } else { None };
+        Ok::<_, pgrx::spi::Error>((len, kept))
     })
     .map_err(spi_err)?;
     match written {
-        (1, Some(v)) if v == rendered.clone().unwrap_or_else(|| n.to_string()) => Ok(()),
+        (1, Some(true)) => Ok(()),
         // a BEFORE UPDATE trigger set the number to NULL (the row would be numbered again at
         // once, and again, until the counter overflowed) or to another value
         (1, _) => Err(SeqgenError::GaplessOverwritten { table: target.name, ctid, column: column.to_string() }),

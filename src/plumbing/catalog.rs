@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use pgrx::pg_sys::{self, PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
@@ -78,7 +79,7 @@ const KEYS_OF_OWNER: &str = "SELECT (SELECT pg_catalog.count(*) FROM seqgen.key_
        WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1::pg_catalog.oid) o";
 /// A role at `seqgen.max_keys_per_role` is counted again (its dropped tags' keys are gone) at
 /// most this often: a count reads every key of the role's tags, and the worker serves everyone.
-const RECOUNT_MS: i64 = 10_000;
+const RECOUNT: Duration = Duration::from_secs(10);
 
 /// The reservation tables of the clock-ordered generators, by index: snowflake IDs, UUIDv7s,
 /// 53-bit snowflakes. Each has one row, `reserved_id`: an ID value of the generator's layout
@@ -138,6 +139,8 @@ const COUNTER_SET: &str = "INSERT INTO seqgen.order_counter (biz_tag, unit, peri
      SET period_key = EXCLUDED.period_key, period_max = EXCLUDED.period_max, update_time = pg_catalog.now()";
 const KEY_COUNTER_READ: &str = "SELECT period_key, period_max FROM seqgen.key_order_counter \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2 AND unit OPERATOR(pg_catalog.=) $3";
+const KEY_COUNTER_ANY: &str = "SELECT true FROM seqgen.key_order_counter \
+     WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2 LIMIT 1";
 const KEY_COUNTER_SET: &str = "INSERT INTO seqgen.key_order_counter (biz_tag, key, unit, period_key, period_max) \
      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (biz_tag, key, unit) DO UPDATE \
      SET period_key = EXCLUDED.period_key, period_max = EXCLUDED.period_max, update_time = pg_catalog.now()";
@@ -200,6 +203,7 @@ pub struct Plans {
     counter_set: OwnedPreparedStatement,
     key_counter_read: OwnedPreparedStatement,
     key_counter_set: OwnedPreparedStatement,
+    key_counter_any: OwnedPreparedStatement,
     key_tag_row: OwnedPreparedStatement,
     key_row: OwnedPreparedStatement,
     key_step: OwnedPreparedStatement,
@@ -207,9 +211,9 @@ pub struct Plans {
     key_update: OwnedPreparedStatement,
     keys_of_owner: OwnedPreparedStatement,
     /// Keys per tag owner (oid): (the count when last counted plus the keys made since, when
-    /// last counted in ms). High after a rolled-back job or a dropped tag: counted again at
+    /// last counted, on the monotonic clock: a wall clock stepped back must not delay a count). High after a rolled-back job or a dropped tag: counted again at
     /// the bound. Gapless keys, made by committing sessions, are seen at the next count.
-    key_counts: RefCell<HashMap<i64, (i64, i64)>>,
+    key_counts: RefCell<HashMap<i64, (i64, Option<Instant>)>>,
 }
 
 impl Plans {
@@ -237,6 +241,7 @@ impl Plans {
             counter_set: client.prepare_mut(COUNTER_SET, &[text, text, int8, int8])?.keep(),
             key_counter_read: client.prepare(KEY_COUNTER_READ, &[text, text, text])?.keep(),
             key_counter_set: client.prepare_mut(KEY_COUNTER_SET, &[text, text, text, int8, int8])?.keep(),
+            key_counter_any: client.prepare(KEY_COUNTER_ANY, &[text, text])?.keep(),
             key_tag_row: client.prepare_mut(KEY_TAG_ROW, &[text])?.keep(),
             key_row: client.prepare_mut(KEY_ROW, &[text, text])?.keep(),
             key_step: client.prepare(KEY_STEP, &[text, text])?.keep(),
@@ -254,13 +259,13 @@ impl Plans {
         if limit < 0 {
             return Ok(true);
         }
-        let now = crate::plumbing::shmem::now_ms();
+        let now = Instant::now();
         let mut counts = self.key_counts.borrow_mut();
-        let (mut n, mut at) = counts.get(&owner).copied().unwrap_or((i64::MAX, i64::MIN));
-        if n >= limit && now.saturating_sub(at) >= RECOUNT_MS {
+        let (mut n, mut at) = counts.get(&owner).copied().unwrap_or((i64::MAX, None));
+        if n >= limit && at.is_none_or(|t| now.duration_since(t) >= RECOUNT) {
             let t = client.select(&self.keys_of_owner, Some(1), &[owner.into()])?;
             n = if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) };
-            at = now;
+            at = Some(now);
         }
         if n >= limit {
             counts.insert(owner, (n, at));
@@ -370,8 +375,13 @@ impl Plans {
             None => client.select(&self.counter_read, Some(1), &[tag.into(), unit.into()])?,
             Some(k) => client.select(&self.key_counter_read, Some(1), &[tag.into(), k.into(), unit.into()])?,
         };
-        if stored.is_empty() && key.is_some() && !self.take_key(client, owner)? {
-            return Ok(OrderReserve::KeyLimit);
+        if let (true, Some(k)) = (stored.is_empty(), key) {
+            // a key new to this tag's order numbers (not one of another unit's, after a template
+            // change): counted against the owner's bound
+            let known = !client.select(&self.key_counter_any, Some(1), &[tag.into(), k.into()])?.is_empty();
+            if !known && !self.take_key(client, owner)? {
+                return Ok(OrderReserve::KeyLimit);
+            }
         }
         let stored = if stored.is_empty() {
             (i64::MIN, 0)
