@@ -407,10 +407,13 @@ pub(crate) struct JobError {
 
 impl JobError {
     fn from_caught(e: &CaughtError) -> JobError {
-        let r = match e {
+        JobError::from_report(match e {
             CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r,
             CaughtError::RustPanic { ereport, .. } => ereport,
-        };
+        })
+    }
+
+    fn from_report(r: &pgrx::pg_sys::panic::ErrorReportWithLevel) -> JobError {
         let code = r.sql_error_code();
         JobError {
             locked: code == pg_sys::errcodes::PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
@@ -875,28 +878,10 @@ pub(crate) fn in_transaction_logged<R>(
 /// succeeds, rolled back (with whatever `f` wrote) when it fails, and either way the
 /// surrounding transaction goes on.
 fn in_subtransaction<R>(f: impl FnOnce(&mut SpiClient<'_>) -> pgrx::spi::Result<R>) -> Result<R, JobError> {
-    let (ctx, owner) = unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
-    unsafe {
-        pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        pg_sys::MemoryContextSwitchTo(ctx);
-    }
-    let f = std::panic::AssertUnwindSafe(f);
-    let result = PgTryBuilder::new(move || {
-        let f = f;
-        Spi::connect_mut(|c| (f.0)(c)).map_err(|e| JobError { locked: false, state: 0, msg: e.to_string() })
-    })
-    .catch_others(|e| Err(JobError::from_caught(&e)))
-    .execute();
-    unsafe {
-        if result.is_ok() {
-            pg_sys::ReleaseCurrentSubTransaction();
-        } else {
-            pg_sys::RollbackAndReleaseCurrentSubTransaction();
-        }
-        pg_sys::MemoryContextSwitchTo(ctx);
-        pg_sys::CurrentResourceOwner = owner;
-    }
-    result
+    crate::plumbing::session::subtransaction_with(
+        || Spi::connect_mut(f).map_err(|e| JobError { locked: false, state: 0, msg: e.to_string() }),
+        JobError::from_report,
+    )
 }
 
 /// Read this node's Citus group (`plumbing::node`) in a transaction of its own and publish it.

@@ -111,6 +111,10 @@ pub enum SeqgenError {
     WorkerFailed { tag: String, detail: String, state: i32 },
     #[error("pg_seqgen internal error: {0}")]
     Internal(String),
+    /// An ERROR raised inside a subtransaction that caught it (`session::subtransaction`):
+    /// its message and SQLSTATE, kept.
+    #[error("{message}")]
+    Raised { state: i32, message: String },
     /// An error of one part of a configuration document (`seqgen_apply`), with its JSON path;
     /// keeps the SQLSTATE and hint of the error it wraps.
     #[error("{path}: {inner}")]
@@ -146,6 +150,7 @@ impl SeqgenError {
             | CatalogReplicatedIn { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             WorkerFailed { state, .. } if *state != 0 => PgSqlErrorCode::from(*state),
             WorkerFailed { .. } => ERRCODE_INTERNAL_ERROR,
+            Raised { state, .. } => PgSqlErrorCode::from(*state),
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) | GaplessBusy { .. } => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,

@@ -67,6 +67,48 @@ pub fn as_role<R>(role: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Run `f` in a subtransaction of its own: kept when `f` returns `Ok`, rolled back (with all
+/// it wrote, the role and settings it changed, and the actions it queued for the commit) when
+/// it returns an error or raises one (turned into an error by `caught`); either way the
+/// surrounding transaction goes on.
+pub fn subtransaction_with<R, E>(
+    f: impl FnOnce() -> std::result::Result<R, E>,
+    caught: fn(&pg_sys::panic::ErrorReportWithLevel) -> E,
+) -> std::result::Result<R, E> {
+    let (ctx, owner) = unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
+    unsafe {
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(ctx);
+    }
+    let result = PgTryBuilder::new(std::panic::AssertUnwindSafe(f))
+        .catch_others(|e| {
+            Err(caught(match &e {
+                pg_sys::panic::CaughtError::PostgresError(r) | pg_sys::panic::CaughtError::ErrorReport(r) => r,
+                pg_sys::panic::CaughtError::RustPanic { ereport, .. } => ereport,
+            }))
+        })
+        .execute();
+    unsafe {
+        if result.is_ok() {
+            pg_sys::ReleaseCurrentSubTransaction();
+        } else {
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+        }
+        pg_sys::MemoryContextSwitchTo(ctx);
+        pg_sys::CurrentResourceOwner = owner;
+    }
+    result
+}
+
+/// [`subtransaction_with`] for pg_seqgen's own calls: a raised ERROR comes back as
+/// [`SeqgenError::Raised`](crate::plumbing::error::SeqgenError::Raised), with its message and SQLSTATE.
+pub fn subtransaction<R>(f: impl FnOnce() -> crate::plumbing::error::Result<R>) -> crate::plumbing::error::Result<R> {
+    subtransaction_with(f, |r| crate::plumbing::error::SeqgenError::Raised {
+        state: r.sql_error_code() as i32,
+        message: r.message().to_string(),
+    })
+}
+
 /// A column value read by [`latest`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Val {
