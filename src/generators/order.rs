@@ -89,6 +89,15 @@ fn check_node_field(tag: &str, t: &Template) -> Result<u32> {
     if citus && !t.has_node() {
         return Err(SeqgenError::CitusNeedsNodeField(tag.to_string()));
     }
+    // every group id a tag's node bits can hold on Citus (a worker added later has a larger
+    // one than this node): a width that fits only this node's would be refused there
+    let largest = (1u32 << node::CITUS_NODE_BITS) - 1;
+    if citus && t.check_node(largest).is_err() {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "the {{node}} field of tag \"{tag}\"'s template is too narrow for Citus: it must render every group id up to {largest}, \
+             so that every worker, including those added later, can number"
+        )));
+    }
     t.check_node(node).map_err(SeqgenError::InvalidArgument)?;
     Ok(node)
 }

@@ -155,7 +155,16 @@ pub(crate) fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
             "node_bits must be between 1 and {MAX_NODE_BITS}, got {bits}"
         )));
     }
-    let node = node::id(crate::plumbing::directory::attach()?)?;
+    let h = crate::plumbing::directory::attach()?;
+    if node::is_citus(h) && bits != node::CITUS_NODE_BITS {
+        // every worker's copy has Citus's width from its creation there: values of two
+        // widths could meet
+        return Err(SeqgenError::InvalidArgument(format!(
+            "on Citus a tag's node bits are {}, got {bits}",
+            node::CITUS_NODE_BITS
+        )));
+    }
+    let node = node::id(h)?;
     if node as u64 >= 1u64 << bits {
         return Err(SeqgenError::NodeDoesNotFit { node, bits: bits as u32 });
     }

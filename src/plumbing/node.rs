@@ -15,6 +15,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use pgrx::pg_sys;
+
 use crate::plumbing::error::{Result, SeqgenError};
 use crate::plumbing::guc;
 use crate::plumbing::shmem::Header;
@@ -124,7 +126,18 @@ pub fn is_citus(h: &Header) -> bool {
     if h.citus_group.load(Ordering::Acquire) == UNKNOWN {
         let _ = slow_id(h);
     }
-    h.citus_group.load(Ordering::Acquire) != NOT_CITUS
+    if h.citus_group.load(Ordering::Acquire) != NOT_CITUS {
+        return true;
+    }
+    // The allocator reads the state once a second: `CREATE EXTENSION citus` a moment ago (in
+    // this transaction, even) is not in it yet, and a tag made now must still get node bits.
+    // Asked of the catalog itself (a creation, not a draw, asks this).
+    let here = unsafe { pg_sys::get_extension_oid(c"citus".as_ptr(), true) } != pg_sys::InvalidOid;
+    if here {
+        h.identity_want.store(1, Ordering::Release);
+        h.ring();
+    }
+    here
 }
 
 /// For the allocator: is the database a Citus node, or not known yet to be none (then its
