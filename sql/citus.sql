@@ -69,3 +69,44 @@ BEGIN
 END;
 $$;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_nodes() FROM PUBLIC;
+
+-- On a Citus worker: the changes of the coordinator's definitions this node refused (a grant
+-- to a role it lacks, a template its own counters rule out), one row each, kept by its
+-- "pg_seqgen sync" worker; every other change is applied. Not dumped: it is this node's state.
+CREATE TABLE seqgen.definitions_refused (
+    biz_tag pg_catalog.text NOT NULL,
+    field pg_catalog.text NOT NULL,
+    problem pg_catalog.text NOT NULL,
+    since pg_catalog.timestamptz NOT NULL
+);
+COMMENT ON TABLE seqgen.definitions_refused IS 'pg_seqgen: changes of the Citus coordinator''s tag definitions this node refused';
+REVOKE ALL ON TABLE seqgen.definitions_refused FROM PUBLIC;
+
+-- On a Citus coordinator: every node's refused changes.
+CREATE FUNCTION @extschema@.seqgen_cluster_refused(
+    OUT nodeid pg_catalog.int4, OUT biz_tag pg_catalog.text, OUT field pg_catalog.text,
+    OUT problem pg_catalog.text, OUT since pg_catalog.timestamptz)
+RETURNS SETOF record
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
+        RAISE EXCEPTION 'seqgen_cluster_refused() needs Citus in this database'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    FOR r IN EXECUTE 'SELECT nodeid, result FROM pg_catalog.run_command_on_all_nodes($1) WHERE success'
+        USING 'SELECT COALESCE(pg_catalog.json_agg(r), ''[]''::pg_catalog.json) FROM seqgen.definitions_refused r'
+    LOOP
+        RETURN QUERY SELECT r.nodeid, x.biz_tag, x.field, x.problem, x.since
+            FROM pg_catalog.json_to_recordset(r.result::pg_catalog.json)
+                 AS x(biz_tag pg_catalog.text, field pg_catalog.text, problem pg_catalog.text, since pg_catalog.timestamptz)
+            ORDER BY x.biz_tag, x.field, x.problem;
+    END LOOP;
+END;
+$$;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_refused() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.seqgen_cluster_refused() IS
+    'On a Citus coordinator: each change of the tag definitions that a node refused to apply (every other change is applied there), with the reason and since when';

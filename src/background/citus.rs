@@ -99,6 +99,9 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
         set_option(c"lock_timeout", &std::ffi::CString::new(LOCK_TIMEOUT_MS.to_string()).unwrap());
         set_option(c"citus.node_connection_timeout", &std::ffi::CString::new(CONNECT_TIMEOUT_MS.to_string()).unwrap());
     }
+    // every change committed on the coordinator before this instant is in what the read
+    // brings: a successful read records it (`seqgen_node().definitions_read`)
+    let began = shmem::now_ms();
     let known = match (h.sync_known_oid.load(Ordering::Acquire), h.sync_known_version.load(Ordering::Acquire)) {
         (0, _) => None,
         (oid, v) => Some(format!("{oid}:{v}")),
@@ -107,18 +110,24 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
         None,
         std::panic::AssertUnwindSafe(|| {
             let v = fetch(known.as_deref()).or_raise();
-            let done = apply(&v).or_raise();
-            (v.get("version").and_then(|x| x.as_str()).map(str::to_string), done)
+            let applied = apply(&v).or_raise();
+            let refused = applied.as_ref().map(|a| note_refused(&a.refused).or_raise());
+            (v.get("version").and_then(|x| x.as_str()).map(str::to_string), applied, refused)
         }),
     );
     let now = shmem::now_ms();
     match outcome {
-        Ok((version, changes)) => {
-            if let Some((oid, v)) = version.as_deref().and_then(|s| s.split_once(':')) {
+        Ok((version, applied, refused)) => {
+            let changes = applied.map(|a| a.done).unwrap_or_default();
+            let all_applied = refused.is_none_or(|n| n == 0);
+            // A version with refused changes is not taken as known: the next read brings the
+            // whole document again and retries them (a role created here since, a period
+            // ended), while the changes made stay made.
+            if let (Some((oid, v)), true) = (version.as_deref().and_then(|s| s.split_once(':')), all_applied) {
                 h.sync_known_oid.store(oid.parse().unwrap_or(0), Ordering::Release);
                 h.sync_known_version.store(v.parse().unwrap_or(0), Ordering::Release);
             }
-            h.sync_ok_ms.store(now, Ordering::Release);
+            h.sync_ok_ms.store(began, Ordering::Release);
             if !changes.is_empty() {
                 h.sync_applied_ms.store(now, Ordering::Release);
                 let list: Vec<String> = changes.iter().take(10).map(|(t, a)| format!("{t}: {a}")).collect();
@@ -183,10 +192,48 @@ fn fetch(known: Option<&str>) -> Result<serde_json::Value> {
     }
 }
 
-/// Apply what [`fetch`] returned (nothing when only the version came back).
-fn apply(v: &serde_json::Value) -> Result<Vec<(String, String)>> {
+/// Apply what [`fetch`] returned (None when only the version came back: nothing changed).
+fn apply(v: &serde_json::Value) -> Result<Option<config::Applied>> {
     if v.get("config").is_none() {
-        return Ok(vec![]);
+        return Ok(None);
     }
-    node::applying(|| config::apply_from_coordinator(v))
+    node::applying(|| config::apply_from_coordinator(v)).map(Some)
+}
+
+/// Keep this node's refused changes in `seqgen.definitions_refused` (the coordinator shows
+/// every node's with `seqgen_cluster_refused()`): a refusal still made keeps the time it was
+/// first made, one no longer made goes, and each new one is logged. Returns how many there are.
+fn note_refused(refused: &[(String, String, String)]) -> Result<usize> {
+    let rows: Vec<serde_json::Value> = refused
+        .iter()
+        .map(|(tag, field, problem)| serde_json::json!({ "biz_tag": tag, "field": field, "problem": problem }))
+        .collect();
+    let new = Spi::connect_mut(|c| {
+        c.update(
+            "WITH n AS (SELECT DISTINCT x.biz_tag, x.field, x.problem \
+                        FROM pg_catalog.jsonb_to_recordset($1) AS x(biz_tag pg_catalog.text, field pg_catalog.text, \
+                                                                    problem pg_catalog.text)), \
+                  gone AS (DELETE FROM seqgen.definitions_refused r WHERE NOT EXISTS \
+                           (SELECT 1 FROM n WHERE n.biz_tag OPERATOR(pg_catalog.=) r.biz_tag \
+                              AND n.field OPERATOR(pg_catalog.=) r.field AND n.problem OPERATOR(pg_catalog.=) r.problem)) \
+             INSERT INTO seqgen.definitions_refused (biz_tag, field, problem, since) \
+             SELECT n.biz_tag, n.field, n.problem, pg_catalog.now() FROM n WHERE NOT EXISTS \
+                   (SELECT 1 FROM seqgen.definitions_refused r WHERE n.biz_tag OPERATOR(pg_catalog.=) r.biz_tag \
+                      AND n.field OPERATOR(pg_catalog.=) r.field AND n.problem OPERATOR(pg_catalog.=) r.problem) \
+             RETURNING biz_tag, field, problem",
+            None,
+            &[pgrx::JsonB(serde_json::Value::Array(rows)).into()],
+        )?
+        .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?.unwrap_or_default(), r.get::<String>(3)?.unwrap_or_default())))
+        .collect::<std::result::Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    for (tag, field, problem) in new {
+        warning!(
+            "pg_seqgen sync: this node refused a change of tag \"{tag}\" made on the Citus coordinator ({field}: {problem}); \
+             every other change is applied, and this one is tried again every {PERIOD_MS} ms \
+             (the coordinator lists it in seqgen_cluster_refused())"
+        );
+    }
+    Ok(refused.len())
 }

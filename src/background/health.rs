@@ -166,7 +166,9 @@ fn row(h: &'static shmem::Header, db: u32) -> Row {
 /// This node's identity in the current database: the node id its IDs carry, where it comes
 /// from (`setting`: `seqgen.node_id`; `citus`: the Citus group id; `not in citus metadata`:
 /// refused until the node joins; `unknown`: not read yet), and on a Citus worker when the
-/// coordinator's tag definitions were last read and last changed something here.
+/// last successful read of the coordinator's tag definitions began (every change committed
+/// there before it has been applied here, or is listed as refused) and when one last changed
+/// something here.
 #[pg_extern(volatile, parallel_safe)]
 #[allow(clippy::type_complexity)]
 fn seqgen_node() -> TableIterator<

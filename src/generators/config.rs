@@ -106,14 +106,14 @@ fn at(path: String, e: SeqgenError) -> SeqgenError {
 fn apply(value: &serde_json::Value, drop_missing: bool) -> Result<Vec<(String, String)>> {
     let doc = config::parse(value).map_err(|e| SeqgenError::InvalidArgument(e.to_string()))?;
     let have = current()?;
-    apply_doc(&doc, &have, drop_missing)
+    apply_doc(&doc, &have, drop_missing, &mut Mode::AllOrNothing)
 }
 
 /// On a Citus worker (the allocator, `background::citus`): make this node's tags the
 /// coordinator's. `value` is what `seqgen_cluster_definitions` returned there: the
 /// document of every tag, their owners and their opaque keys. Every node keeps its own counters: `start_with`
 /// only starts a tag new here, and never moves an existing one. Returns the changes.
-pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Vec<(String, String)>> {
+pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Applied> {
     let bad = |what: &str| SeqgenError::InvalidArgument(format!("the coordinator's definitions: {what}"));
     let mut doc = config::parse(value.get("config").ok_or_else(|| bad("no \"config\""))?)
         .map_err(|e| SeqgenError::InvalidArgument(e.to_string()))?;
@@ -134,28 +134,60 @@ pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Vec<(S
         .flatten()
         .map(|(tag, hex)| Ok((tag.clone(), hex.as_str().ok_or_else(|| bad("a key is not a string"))?.to_string())))
         .collect::<Result<_>>()?;
-    let mut done = opaque::with_keys(keys, || apply_doc(&doc, &have, true))?;
+    let mut mode = Mode::EachOnItsOwn { refused: vec![] };
+    let mut done = opaque::with_keys(keys, || apply_doc(&doc, &have, true, &mut mode))?;
     let owners = value.get("owners").and_then(|o| o.as_object()).ok_or_else(|| bad("no \"owners\""))?;
     for (tag, owner) in owners {
         let Some(owner) = owner.as_str() else { continue };
-        let changed = as_superuser(|| {
-            Spi::connect_mut(|c| {
-                c.update(
-                    "UPDATE seqgen.alloc SET owner = pg_catalog.to_regrole($2) \
-                     WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND pg_catalog.to_regrole($2) IS NOT NULL \
-                       AND owner OPERATOR(pg_catalog.<>) pg_catalog.to_regrole($2) RETURNING true",
-                    None,
-                    &[tag.as_str().into(), owner.into()],
-                )
-                .map(|t| !t.is_empty())
+        let mut moved = false;
+        let made = mode.change(tag, config::tag_path(tag, ""), || {
+            let row = as_superuser(|| {
+                Spi::connect_mut(|c| {
+                    let t = c.update(
+                        "SELECT pg_catalog.to_regrole($2) IS NOT NULL, \
+                                (SELECT a.owner OPERATOR(pg_catalog.<>) pg_catalog.to_regrole($2) FROM seqgen.alloc a \
+                                 WHERE a.biz_tag OPERATOR(pg_catalog.=) $1)",
+                        Some(1),
+                        &[tag.as_str().into(), owner.into()],
+                    )?;
+                    let r = t.first();
+                    Ok::<_, pgrx::spi::Error>((r.get::<bool>(1)?.unwrap_or(false), r.get::<bool>(2)?))
+                })
             })
-        })
-        .map_err(spi_err)?;
-        if changed {
+            .map_err(spi_err)?;
+            match row {
+                // the tag is not here (refused above, or dropped): nothing to own
+                (_, None) | (_, Some(false)) => Ok(()),
+                (false, Some(true)) => Err(SeqgenError::InvalidArgument(format!(
+                    "the owner of tag \"{tag}\", role \"{owner}\", does not exist on this node"
+                ))),
+                (true, Some(true)) => {
+                    moved = true;
+                    as_superuser(|| {
+                        Spi::run_with_args(
+                            "UPDATE seqgen.alloc SET owner = pg_catalog.to_regrole($2) \
+                             WHERE biz_tag OPERATOR(pg_catalog.=) $1",
+                            &[tag.as_str().into(), owner.into()],
+                        )
+                    })
+                    .map_err(spi_err)
+                }
+            }
+        })?;
+        if made && moved {
             done.push((tag.clone(), format!("owner {owner}")));
         }
     }
-    Ok(done)
+    let Mode::EachOnItsOwn { refused } = mode else { unreachable!("made above") };
+    Ok(Applied { done, refused })
+}
+
+/// What a Citus worker made of the coordinator's definitions.
+pub(crate) struct Applied {
+    /// (tag, what changed).
+    pub done: Vec<(String, String)>,
+    /// (tag, JSON path, why): each change this node refused; every other change was made.
+    pub refused: Vec<(String, String, String)>,
 }
 
 /// What `seqgen_cluster_definitions` hands a Citus worker: the version of the definitions,
@@ -213,22 +245,74 @@ fn not_yours(e: SeqgenError) -> SeqgenError {
     }
 }
 
-fn apply_doc(doc: &Config, have: &BTreeMap<String, Current>, drop_missing: bool) -> Result<Vec<(String, String)>> {
+/// How the changes a document asks for are made.
+enum Mode {
+    /// `seqgen_apply`: in the calling transaction, and the first refused change fails the call
+    /// (all of the document or nothing).
+    AllOrNothing,
+    /// A Citus worker applying the coordinator's definitions: each change in a subtransaction
+    /// of its own, so that one this node refuses (a role it lacks, a template its own counters
+    /// rule out) holds back no other change, least of all a revoke or a drop. Each refusal is
+    /// noted: (tag, JSON path, message).
+    EachOnItsOwn { refused: Vec<(String, String, String)> },
+}
+
+impl Mode {
+    /// Make one change of tag `tag` (`path`: the document's field). `Ok(false)`: refused,
+    /// noted, and rolled back (on a worker only; `seqgen_apply` fails instead).
+    fn change(&mut self, tag: &str, path: String, f: impl FnOnce() -> Result<()>) -> Result<bool> {
+        match self {
+            Mode::AllOrNothing => f().map(|()| true).map_err(|e| at(path, e)),
+            Mode::EachOnItsOwn { refused } => match crate::plumbing::session::subtransaction(f) {
+                Ok(()) => Ok(true),
+                Err(e) => {
+                    refused.push((tag.to_string(), path, e.to_string()));
+                    Ok(false)
+                }
+            },
+        }
+    }
+
+    fn on_worker(&self) -> bool {
+        matches!(self, Mode::EachOnItsOwn { .. })
+    }
+}
+
+fn apply_doc(
+    doc: &Config,
+    have: &BTreeMap<String, Current>,
+    drop_missing: bool,
+    mode: &mut Mode,
+) -> Result<Vec<(String, String)>> {
     let mut done = vec![];
+    // drops first, and each on its own on a worker: a tag dropped on the coordinator stops
+    // being drawn here whatever else this node refuses
+    if drop_missing {
+        for name in have.keys().filter(|n| !doc.tags.contains_key(*n)) {
+            if mode.change(name, config::tag_path(name, ""), || tags::drop_tag(name))? {
+                done.push((name.clone(), "dropped".into()));
+            }
+        }
+    }
     for (name, want) in &doc.tags {
         let path = |field: &str| config::tag_path(name, field);
         let mut changed = |action: String| done.push((name.clone(), action));
         let Some(cur) = have.get(name) else {
             if want.gapless {
                 let t = want.template.as_ref();
-                gapless::create(
-                    Some(name),
-                    t.map(|t| t.text.as_str()),
-                    t.map_or("UTC", |t| t.time_zone.as_str()),
-                    Some(want.start_with.unwrap_or(1)),
-                    want.description.as_deref(),
-                )
-                .map_err(|e| at(path(""), not_yours(e)))?;
+                let made = mode.change(name, path(""), || {
+                    gapless::create(
+                        Some(name),
+                        t.map(|t| t.text.as_str()),
+                        t.map_or("UTC", |t| t.time_zone.as_str()),
+                        Some(want.start_with.unwrap_or(1)),
+                        want.description.as_deref(),
+                    )
+                    .map_err(not_yours)
+                })?;
+                if !made {
+                    continue;
+                }
                 changed("created gapless".into());
                 // what the creation made, read back (not assumed): a field it did not set
                 // (opaque, node bits) goes through its own call and is applied or refused
@@ -237,89 +321,103 @@ fn apply_doc(doc: &Config, have: &BTreeMap<String, Current>, drop_missing: bool)
                 let made = current()?.remove(name).map(|c| c.config).ok_or_else(|| {
                     at(path(""), SeqgenError::Internal("the gapless tag just created is gone".into()))
                 })?;
-                apply_rest(name, want, Some(&made), &path, &mut changed)?;
+                apply_rest(name, want, Some(&made), &path, &mut changed, mode)?;
                 continue;
             }
-            tags::create(Some(name), Some(want.step), Some(want.start_with.unwrap_or(1)), want.description.as_deref())
-                .map_err(|e| at(path(""), not_yours(e)))?;
-            changed("created".into());
-            apply_rest(name, want, None, &path, &mut changed)?;
+            let made = mode.change(name, path(""), || {
+                tags::create(
+                    Some(name),
+                    Some(want.step),
+                    Some(want.start_with.unwrap_or(1)),
+                    want.description.as_deref(),
+                )
+                .map_err(not_yours)
+            })?;
+            if made {
+                changed("created".into());
+                apply_rest(name, want, None, &path, &mut changed, mode)?;
+            }
             continue;
         };
         let c = &cur.config;
         if want.gapless != c.gapless {
-            return Err(at(
-                path(".gapless"),
-                SeqgenError::Unsupported(format!("a tag is gapless or not from its creation (tag \"{name}\")")),
-            ));
+            mode.change(name, path(".gapless"), || {
+                Err(SeqgenError::Unsupported(format!("a tag is gapless or not from its creation (tag \"{name}\")")))
+            })?;
+            continue;
         }
         // a gapless tag has no segments: its step means nothing
-        if (want.step != c.step && !c.gapless) || (want.description.is_some() && want.description != c.description) {
-            tags::alter(Some(name), Some(want.step), want.description.as_deref()).map_err(|e| at(path(""), e))?;
+        if ((want.step != c.step && !c.gapless) || (want.description.is_some() && want.description != c.description))
+            && mode.change(name, path(""), || tags::alter(Some(name), Some(want.step), want.description.as_deref()))?
+        {
             changed(format!("altered (step {})", want.step));
         }
         if let Some(s) = want.start_with.filter(|s| *s > cur.max_id.saturating_add(1)) {
-            tags::restart(name, s, false).map_err(|e| at(path(".start_with"), e))?;
-            changed(format!("restarted at {s}"));
+            if mode.change(name, path(".start_with"), || tags::restart(name, s, false))? {
+                changed(format!("restarted at {s}"));
+            }
         }
-        apply_rest(name, want, Some(c), &path, &mut changed)?;
-    }
-    if drop_missing {
-        for name in have.keys().filter(|n| !doc.tags.contains_key(*n)) {
-            tags::drop_tag(name).map_err(|e| at(config::tag_path(name, ""), e))?;
-            done.push((name.clone(), "dropped".into()));
-        }
+        apply_rest(name, want, Some(c), &path, &mut changed, mode)?;
     }
     Ok(done)
 }
 
-/// Template, opaque, node bits and grants of tag `name` (created just now when `cur` is None).
+/// Grants, template, opaque and node bits of tag `name` (`cur`: as it is now; None when it
+/// could not be read back).
 fn apply_rest(
     name: &str,
     want: &TagConfig,
     cur: Option<&TagConfig>,
     path: &dyn Fn(&str) -> String,
     changed: &mut dyn FnMut(String),
+    mode: &mut Mode,
 ) -> Result<()> {
     let cur_template = cur.and_then(|c| c.template.as_ref());
     match (&want.template, cur_template) {
         (Some(w), Some(c)) if (&w.text, &w.time_zone) == (&c.text, &c.time_zone) => {}
         (Some(w), _) => {
-            order::set_template(name, &w.text, &w.time_zone, w.allow_repeats).map_err(|e| at(path(".template"), e))?;
-            changed(format!("template {} in {}", w.text, w.time_zone));
+            if mode
+                .change(name, path(".template"), || order::set_template(name, &w.text, &w.time_zone, w.allow_repeats))?
+            {
+                changed(format!("template {} in {}", w.text, w.time_zone));
+            }
         }
         (None, Some(_)) => {
-            return Err(at(
-                path(".template"),
-                SeqgenError::Unsupported("a template cannot be removed while its tag exists".into()),
-            ))
+            mode.change(name, path(".template"), || {
+                Err(SeqgenError::Unsupported("a template cannot be removed while its tag exists".into()))
+            })?;
         }
         (None, None) => {}
     }
     let (is_opaque, bits) = cur.map_or((false, 0), |c| (c.opaque, c.node_bits));
-    match (want.opaque, is_opaque) {
-        (true, false) => {
-            opaque::make_opaque(name).map_err(|e| at(path(".opaque"), e))?;
-            changed("made opaque".into());
-        }
-        (false, true) => {
-            return Err(at(path(".opaque"), SeqgenError::Unsupported("a tag is opaque for good".into())));
-        }
-        _ => {}
+    if want.opaque && !is_opaque && mode.change(name, path(".opaque"), || opaque::make_opaque(name))? {
+        changed("made opaque".into());
     }
-    if want.node_bits != bits {
-        tags::set_node_bits(name, want.node_bits as i32).map_err(|e| at(path(".node_bits"), e))?;
+    if !want.opaque && is_opaque {
+        mode.change(name, path(".opaque"), || Err(SeqgenError::Unsupported("a tag is opaque for good".into())))?;
+    }
+    // A worker's copy of a tag the coordinator has without node bits (made there before
+    // Citus) has bits of its own from its creation here: it keeps them (the coordinator
+    // refuses to draw such a tag until it gets node bits, which are Citus's 8 there too).
+    let keep_own = mode.on_worker() && want.node_bits == 0 && bits > 0;
+    if want.node_bits != bits
+        && !keep_own
+        && mode.change(name, path(".node_bits"), || tags::set_node_bits(name, want.node_bits as i32))?
+    {
         changed(format!("node bits {}", want.node_bits));
     }
+    // each on its own on a worker: a refused grant (a role this node lacks) holds back no revoke
     let have: BTreeSet<&String> = cur.map(|c| c.grants.iter().collect()).unwrap_or_default();
     let wanted: BTreeSet<&String> = want.grants.iter().collect();
     for role in wanted.difference(&have) {
-        tags::set_grant(name, role, true).map_err(|e| at(path(".grants"), e))?;
-        changed(format!("granted to {role}"));
+        if mode.change(name, path(".grants"), || tags::set_grant(name, role, true))? {
+            changed(format!("granted to {role}"));
+        }
     }
     for role in have.difference(&wanted) {
-        tags::set_grant(name, role, false).map_err(|e| at(path(".grants"), e))?;
-        changed(format!("revoked from {role}"));
+        if mode.change(name, path(".grants"), || tags::set_grant(name, role, false))? {
+            changed(format!("revoked from {role}"));
+        }
     }
     Ok(())
 }

@@ -59,6 +59,22 @@ fn tcp(port: u16) -> Client {
     }
 }
 
+/// `GRANT EXECUTE ON FUNCTION seqgen_next(text)` to `role` on every node (Citus does not
+/// propagate a GRANT on an extension's function), checked on all three.
+fn grant_next_everywhere(c: &mut Client, role: &str) {
+    let granted: i64 = c
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM run_command_on_all_nodes('GRANT EXECUTE ON FUNCTION seqgen_next(text) TO {role}') \
+                 WHERE success"
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(granted, 3, "GRANT EXECUTE to {role} on every node");
+}
+
 struct Citus {
     coord: Cluster,
     workers: Vec<Cluster>,
@@ -407,15 +423,7 @@ fn citus_definitions_follow_the_coordinator() {
     // per-tag grants follow (roles are propagated by Citus; a GRANT on an extension's
     // function is not, so it is run on every node)
     c.batch_execute("CREATE ROLE app LOGIN").unwrap();
-    let granted: i64 = c
-        .query_one(
-            "SELECT count(*) FROM run_command_on_all_nodes('GRANT EXECUTE ON FUNCTION seqgen_next(text) TO app') \
-             WHERE success",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(granted, 3);
+    grant_next_everywhere(&mut c, "app");
     let app =
         |port: u16| Client::connect(&format!("host=127.0.0.1 port={port} user=app dbname=postgres"), NoTls).unwrap();
     let e = app(w2).query_one("SELECT seqgen_next('late')", &[]).unwrap_err();
@@ -689,17 +697,29 @@ fn check_promote(c: &Cluster) {
 /// started, the coordinator restarted, the coordinator frozen with SIGSTOP for 3 s) and
 /// pauses. After every step: nothing issued twice per tag (and snowflakes and order numbers
 /// over everything), every call answered within its bound, every error one a caller may
-/// get in that state. `SEQGEN_CITUS_FUZZ_SEED`, `SEQGEN_CITUS_FUZZ_STEPS` (default 1, 100).
+/// get in that state. Who may draw (issue 30): role fz draws through every node, and the
+/// model of its grants, revokes and drops judges each of its draws once the node has read the
+/// definitions since the change, and requires that read within 10 s of a change while every
+/// node is up; grants to a role the workers lack (ghost) are refused there, and must hold
+/// nothing else back. At the end every definition converges on every node but those refusals.
+/// `SEQGEN_CITUS_FUZZ_SEED` (a seed or a comma-separated list, each on a cluster of its own)
+/// and `SEQGEN_CITUS_FUZZ_STEPS` (default 1,3 and 100).
 #[test]
 fn citus_operation_fuzzer() {
-    use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
-    use std::collections::{BTreeSet, HashMap, HashSet};
     if !citus_here() {
         return;
     }
-    let seed: u64 = std::env::var("SEQGEN_CITUS_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let seeds = std::env::var("SEQGEN_CITUS_FUZZ_SEED").unwrap_or_else(|_| "1,3".into());
     let steps: usize = std::env::var("SEQGEN_CITUS_FUZZ_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
+    for seed in seeds.split(',').map(|s| s.trim().parse::<u64>().expect("SEQGEN_CITUS_FUZZ_SEED: seeds")) {
+        citus_fuzz(seed, steps);
+    }
+}
+
+fn citus_fuzz(seed: u64, steps: usize) {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::{BTreeSet, HashMap, HashSet};
     let mut rng = StdRng::seed_from_u64(seed);
     let cl = Citus::start(56350);
     let ports = cl.ports();
@@ -717,6 +737,30 @@ fn citus_operation_fuzzer() {
     let mut last_next: HashMap<String, Vec<i64>> = HashMap::new();
     let mut events: HashMap<&'static str, usize> = HashMap::new();
     let bound = Duration::from_secs(20);
+    // who may draw (issue 30): role fz, propagated by Citus, drawn as through every node; role
+    // ghost only on the coordinator, so that a worker refuses every grant to it. The model:
+    // each tag's grant to fz (and to public) and when it last changed, the tags dropped and
+    // when (Unix ms, taken once the change committed). A worker's `seqgen_node().
+    // definitions_read` is when its last successful read of the definitions began: once that
+    // is later than a change, the change must hold there (a revoke or a drop never waits for
+    // anything else, whatever the worker refuses meanwhile).
+    let unix_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64() * 1000.0;
+    cl.coord.sql("CREATE ROLE fz LOGIN");
+    cl.coord.sql("SET citus.enable_create_role_propagation = off; CREATE ROLE ghost");
+    grant_next_everywhere(&mut cl.coord.connect(), "fz");
+    let mut fz_grant: HashMap<(String, &'static str), (bool, f64)> = HashMap::new();
+    // granted before any fault: a revoke the workers miss later shows as a draw
+    cl.coord.sql("SELECT seqgen_grant('order', 'fz'); SELECT seqgen_grant('inv', 'fz')");
+    for t in ["order", "inv"] {
+        fz_grant.insert((t.to_string(), "fz"), (true, unix_ms()));
+    }
+    let mut dropped: HashMap<String, f64> = HashMap::new();
+    // and the bound: a worker that has been up, with the coordinator up and answering, for
+    // `bound_read` since a change has read the definitions since (every 2 s, each read well
+    // under a second here)
+    let bound_read = Duration::from_secs(10);
+    let mut disturbed = [Instant::now(); 3];
+    let mut model_checks = (0usize, 0usize);
     // what a caller may be told: the tag is not (yet, or no longer) there, it has no template,
     // its node is stopping or starting, a bounded wait ran out; and the connection going away
     let allowed = ["42704", "55000", "57P01", "57P03", "55P03", "08006", "08001", "XX000"];
@@ -729,6 +773,106 @@ fn citus_operation_fuzzer() {
             let n = live[rng.random_range(0..live.len())];
             let tag = tags.iter().nth(rng.random_range(0..tags.len())).cloned().unwrap_or_default();
             let k = rng.random_range(1..40);
+            if rng.random_range(0..3) == 0 {
+                // a draw as fz, of a tag in use or of one dropped: does the model allow it?
+                let dropped_tag = dropped.keys().nth(rng.random_range(0..dropped.len().max(1))).cloned();
+                // half the time a tag whose grant was revoked: the model's sharpest question
+                let revoked: Vec<&String> =
+                    fz_grant.iter().filter(|(k, v)| !v.0 && tags.contains(&k.0)).map(|(k, _)| &k.0).collect();
+                let (tag, gone) = match dropped_tag {
+                    Some(d) if rng.random_range(0..3) == 0 => (d, true),
+                    _ if !revoked.is_empty() && rng.random_range(0..2) == 0 => {
+                        (revoked[rng.random_range(0..revoked.len())].clone(), false)
+                    }
+                    _ => (tags.iter().nth(rng.random_range(0..tags.len())).cloned().unwrap_or_default(), false),
+                };
+                let sql = format!("SELECT seqgen_next('{tag}')::text");
+                let r = Client::connect(&format!("host=127.0.0.1 port={} user=fz dbname=postgres", ports[n]), NoTls)
+                    .and_then(|mut c| c.query(&sql, &[]));
+                // fz may draw through its own grant or through public's
+                let never = (false, 0.0);
+                let (own, pub_) = (
+                    fz_grant.get(&(tag.clone(), "fz")).copied().unwrap_or(never),
+                    fz_grant.get(&(tag.clone(), "public")).copied().unwrap_or(never),
+                );
+                let (granted, at) = (own.0 || pub_.0, own.1.max(pub_.1));
+                let settled_at = if gone { dropped[&tag] } else { at };
+                // when node n's last successful read began (the coordinator has no read: its
+                // changes hold there at once)
+                let read = if n == 0 {
+                    Some(f64::MAX)
+                } else {
+                    tcp(ports[n])
+                        .query_one(
+                            "SELECT (extract(epoch FROM definitions_read) * 1000)::float8 FROM seqgen_node()",
+                            &[],
+                        )
+                        .ok()
+                        .and_then(|r| r.get::<_, Option<f64>>(0))
+                };
+                let calm = |t: f64| read.is_some_and(|r| r > t);
+                let quiet = disturbed[0].max(disturbed[n]).elapsed() > bound_read;
+                assert!(
+                    calm(settled_at) || !quiet || unix_ms() - settled_at < bound_read.as_millis() as f64,
+                    "step {step} (seed {seed}): port {} has not read the definitions in the {:.0} ms since {tag} was {}, \
+                     with every node up and answering for {bound_read:?} (its last read began at {read:?})",
+                    ports[n],
+                    unix_ms() - settled_at,
+                    if gone { "dropped" } else if granted { "granted" } else { "revoked" }
+                );
+                let e = counts.entry("fz").or_default();
+                match &r {
+                    Ok(rows) => {
+                        e.0 += 1;
+                        if !gone {
+                            let ids: Vec<i64> = rows.iter().map(|r| r.get::<_, String>(0).parse().unwrap()).collect();
+                            seg.entry(tag.clone()).or_default().add(ids);
+                        }
+                    }
+                    Err(_) => e.1 += 1,
+                }
+                if (gone || !granted) && calm(settled_at) {
+                    // revoked (or never granted), or dropped, before node n's last read
+                    model_checks.0 += 1;
+                    let code = r.as_ref().err().and_then(sqlstate);
+                    assert!(
+                        r.is_err(),
+                        "step {step} (seed {seed}): fz drew {tag} on port {} {:.0} ms after its {} on the coordinator, though the node read the definitions since",
+                        ports[n],
+                        unix_ms() - settled_at,
+                        if gone { "drop" } else { "revoke" }
+                    );
+                    let want = if gone { ["42704", "42704"] } else { ["42501", "42704"] };
+                    assert!(
+                        code.as_deref().is_some_and(|c| want.contains(&c) || allowed.contains(&c)),
+                        "step {step} (seed {seed}): fz on {tag}, port {}: {r:?}",
+                        ports[n]
+                    );
+                } else if granted && !gone && calm(at) {
+                    model_checks.1 += 1;
+                    if let Err(err) = &r {
+                        // granted long enough ago: only a node going away or a bounded wait,
+                        // not "no such tag" or "permission denied"
+                        let code = sqlstate(err).unwrap_or_else(|| "08006".into());
+                        assert!(
+                            code != "42501" && code != "42704",
+                            "step {step} (seed {seed}): fz refused {tag} on port {} {:.0} ms after its grant: {err:?}",
+                            ports[n],
+                            unix_ms() - at
+                        );
+                    }
+                }
+                what = "fz draw";
+                for (tag, l) in &seg {
+                    assert_eq!(
+                        l.duplicates(),
+                        0,
+                        "step {step} ({what}, seed {seed}): tag {tag} issued {:?} twice",
+                        l.examples()
+                    );
+                }
+                continue;
+            }
             let (kind, sql) = match rng.random_range(0..7) {
                 0 => ("next", format!("SELECT seqgen_next('{tag}')::text FROM generate_series(1, {k})")),
                 1 => ("batch", format!("SELECT b::text FROM seqgen_next_batch('{tag}', {k}) b")),
@@ -831,7 +975,20 @@ fn citus_operation_fuzzer() {
         } else if roll < 72 && !down.contains(&0) {
             // a definition change on the coordinator
             let tag = tags.iter().nth(rng.random_range(0..tags.len())).cloned().unwrap_or_default();
-            let sql = match rng.random_range(0..12) {
+            let sql = match rng.random_range(0..18) {
+                12 | 16 => format!("SELECT seqgen_grant('{tag}', 'fz')"),
+                // a revoke of what fz holds (the model's sharpest case)
+                13 | 14 | 17 => {
+                    let held: Vec<&String> = fz_grant
+                        .iter()
+                        .filter(|(k, v)| v.0 && k.1 == "fz" && tags.contains(&k.0))
+                        .map(|(k, _)| &k.0)
+                        .collect();
+                    let t = if held.is_empty() { &tag } else { held[rng.random_range(0..held.len())] };
+                    format!("SELECT seqgen_revoke('{t}', 'fz')")
+                }
+                // refused by every worker (the role is not there), and by nothing else
+                15 => format!("SELECT seqgen_grant('{tag}', 'ghost')"),
                 0 => {
                     next_name += 1;
                     format!("SELECT seqgen_create('f{next_name}', {})", rng.random_range(1..300))
@@ -839,7 +996,7 @@ fn citus_operation_fuzzer() {
                 1 => format!("SELECT seqgen_alter('{tag}', {})", rng.random_range(1..500)),
                 2 => format!(
                     "SELECT seqgen_set_template('{tag}', '{}')",
-                    ["F{yyyy}{MM}{dd}-{node:3}-{seq:6}", "F{yyyy}{MM}{dd}{HH}-{node:3}-{seq:5}", "G{node:2}{seq:8}"]
+                    ["F{yyyy}{MM}{dd}-{node:3}-{seq:6}", "F{yyyy}{MM}{dd}{HH}-{node:3}-{seq:5}", "G{node:3}{seq:8}"]
                         [rng.random_range(0..3)]
                 ),
                 3 | 4 => format!("SELECT seqgen_grant('{tag}', 'public')"),
@@ -854,7 +1011,9 @@ fn citus_operation_fuzzer() {
             };
             what = "change";
             let mut c = cl.coord.connect();
-            match c.batch_execute(&sql) {
+            let r = c.batch_execute(&sql);
+            println!("step {step}: {sql}: {}", r.as_ref().map_or_else(|e| format!("{e}"), |_| "ok".into()));
+            match r {
                 Ok(()) => {
                     if let Some(name) = sql.strip_prefix("SELECT seqgen_create('").and_then(|s| s.split('\'').next()) {
                         tags.insert(name.to_string());
@@ -862,7 +1021,16 @@ fn citus_operation_fuzzer() {
                     if sql.contains("seqgen_set_template") {
                         templated.insert(tag.clone());
                     }
+                    for who in ["fz", "public"] {
+                        if sql.contains(&format!("'{who}')")) {
+                            // the tag the statement names (a revoke may name another than `tag`)
+                            let named = sql.split('\'').nth(1).unwrap_or_default().to_string();
+                            fz_grant.insert((named, who), (sql.contains("seqgen_grant"), unix_ms()));
+                        }
+                    }
                     if sql.contains("seqgen_drop") {
+                        dropped.insert(tag.clone(), unix_ms());
+                        fz_grant.retain(|k, _| k.0 != tag);
                         tags.remove(&tag);
                         opaque.remove(&tag);
                         last_next.remove(&tag);
@@ -886,6 +1054,7 @@ fn citus_operation_fuzzer() {
             match (rng.random_range(0..3), down.contains(&i)) {
                 (_, true) => {
                     nodes[i].start();
+                    disturbed[i] = Instant::now();
                     down.remove(&i);
                     what = "start";
                     *events.entry(what).or_default() += 1;
@@ -910,12 +1079,14 @@ fn citus_operation_fuzzer() {
                     }
                     std::thread::sleep(Duration::from_secs(3).saturating_sub(t0.elapsed()));
                     signal(nodes[0].postmaster_pid(), "CONT");
+                    disturbed[0] = Instant::now();
                     what = "freeze coordinator";
                     *events.entry(what).or_default() += 1;
                 }
                 _ => {
                     nodes[0].stop("fast");
                     nodes[0].start();
+                    disturbed[0] = Instant::now();
                     what = "restart coordinator";
                     *events.entry(what).or_default() += 1;
                 }
@@ -940,6 +1111,83 @@ fn citus_operation_fuzzer() {
             sf.examples()
         );
     }
+    // faults over: every node up, and every definition converges but the refusals the model
+    // expects (a grant to ghost, which no worker has; a template a worker's own numbers of
+    // this period rule out)
+    for (i, node) in nodes.iter().enumerate() {
+        if down.remove(&i) {
+            node.start();
+        }
+    }
+    let mut c = cl.coord.connect();
+    let mut last = String::new();
+    let converged = |c: &mut Client, last: &mut String| {
+        let r: Vec<(i32, String, String, String)> = c
+            .query("SELECT nodeid, biz_tag, field, problem FROM seqgen_cluster_refused()", &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .collect();
+        let unexpected: Vec<_> = r
+            .iter()
+            .filter(|x| {
+                let ghost = x.2.ends_with(".grants") && x.3.contains("ghost");
+                !ghost && !x.2.ends_with(".template")
+            })
+            .collect();
+        // every node's tags and their grants (ghost's left out) are the coordinator's
+        let grants: Vec<(i32, String)> = c
+            .query(
+                "SELECT nodeid, result FROM run_command_on_all_nodes($$SELECT string_agg(biz_tag || ':' || \
+                 array_to_string(ARRAY(SELECT r.rolname FROM pg_roles r WHERE r.oid = ANY (drawers) \
+                                       AND r.rolname <> 'ghost' ORDER BY 1), ','), ' ' ORDER BY biz_tag) \
+                 FROM seqgen.alloc$$) ORDER BY nodeid",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let same = grants.windows(2).all(|w| w[0].1 == w[1].1);
+        // what a worker still has that the coordinator took away: revokes and drops not applied
+        let pairs = |text: &str| -> BTreeSet<(String, String)> {
+            text.split(' ')
+                .filter(|t| !t.is_empty())
+                .flat_map(|t| {
+                    let (tag, roles) = t.split_once(':').unwrap_or((t, ""));
+                    std::iter::once((tag.to_string(), String::new()))
+                        .chain(roles.split(',').filter(|r| !r.is_empty()).map(|r| (tag.to_string(), r.to_string())))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let coord = grants.iter().find(|g| g.0 == 1).map(|g| pairs(&g.1)).unwrap_or_default();
+        let missed: Vec<String> = grants
+            .iter()
+            .filter(|g| g.0 != 1)
+            .flat_map(|g| {
+                pairs(&g.1)
+                    .difference(&coord)
+                    .map(|(t, r)| match r.as_str() {
+                        "" => format!("node {}: drop of {t} not applied", g.0),
+                        r => format!("node {}: revoke of {t} from {r} not applied", g.0),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        *last = format!("{missed:?}; refused: {r:?}; grants per node: {grants:?}");
+        unexpected.is_empty() && same && grants.len() == 3
+    };
+    let t = Instant::now();
+    while !converged(&mut c, &mut last) {
+        assert!(t.elapsed() < Duration::from_secs(30), "seed {seed}: the definitions did not converge: {last}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    println!("seed {seed}: converged {:?} after the last fault; {last}", t.elapsed());
+    println!(
+        "seed {seed}: fz draws judged by the model: {} that had to be refused, {} that had to be allowed",
+        model_checks.0, model_checks.1
+    );
     let segs: usize = seg.values().map(|l| l.total).sum();
     let ords: usize = ord.values().map(|s| s.len()).sum();
     println!(
@@ -948,4 +1196,133 @@ fn citus_operation_fuzzer() {
     );
     let ok: usize = counts.values().map(|c| c.0).sum();
     assert!(ok > steps / 4, "too few draws succeeded to tell: {counts:?}");
+}
+
+/// Issue 30, item 1: a worker applies every change of the coordinator's definitions it can,
+/// each on its own. With changes active that a worker refuses (a grant to a role it lacks, a
+/// template its own counters rule out), a tag created later is drawn there, and a revoke and a
+/// drop take effect there within the read period; the refusals are listed on the coordinator
+/// and go once their cause does. Item 4: a tag created right after `CREATE EXTENSION citus`
+/// has node bits.
+#[test]
+fn citus_definitions_converge_tag_by_tag() {
+    if !citus_here() {
+        return;
+    }
+    let cl = Citus::start(56370);
+    let (w1, w2) = (cl.workers[0].port, cl.workers[1].port);
+    let mut c = cl.coord.connect();
+    c.batch_execute("CREATE ROLE app LOGIN").unwrap();
+    grant_next_everywhere(&mut c, "app");
+    let app =
+        |port: u16| Client::connect(&format!("host=127.0.0.1 port={port} user=app dbname=postgres"), NoTls).unwrap();
+    let refused = |c: &mut Client| -> Vec<(i32, String, String, String)> {
+        c.query("SELECT nodeid, biz_tag, field, problem FROM seqgen_cluster_refused() ORDER BY 1, 2, 3", &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .collect()
+    };
+
+    // what the coordinator itself refuses now: a {node} too narrow for a later worker's
+    // group, node bits of another width than every worker's copy
+    c.batch_execute("SELECT seqgen_create('narrow', 10)").unwrap();
+    let e = c.batch_execute("SELECT seqgen_set_template('narrow', 'N{node:1}-{seq:5}')").unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("22023"), "{e:?}");
+    let e = c.batch_execute("SELECT seqgen_set_node_bits('narrow', 4)").unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("22023"), "{e:?}");
+
+    // trigger 1: a grant to a role only the coordinator has
+    c.batch_execute(
+        "SET citus.enable_create_role_propagation = off; CREATE ROLE ghost; \
+         RESET citus.enable_create_role_propagation; \
+         SELECT seqgen_create('g', 10); SELECT seqgen_grant('g', 'ghost')",
+    )
+    .unwrap();
+    // trigger 2: worker 1 numbers this period, the coordinator does not, so the coordinator
+    // accepts a template that worker 1 must refuse until the period ends
+    c.batch_execute(
+        "SELECT seqgen_create('inv2', 10); SELECT seqgen_set_template('inv2', 'J{yyyy}{MM}{dd}-{node:3}-{seq:6}')",
+    )
+    .unwrap();
+    let mut a = tcp(w1);
+    let mut b = tcp(w2);
+    for _ in 0..3 {
+        a.query_one("SELECT seqgen_order_no('inv2')", &[]).unwrap();
+    }
+    c.batch_execute("SELECT seqgen_set_template('inv2', 'J{yyyy}{MM}{dd}-{node:3}-{seq:6:opaque}')").unwrap();
+    let t = recovery_time(Duration::from_secs(20), || {
+        let r = refused(&mut c);
+        r.iter().filter(|x| x.1 == "g").count() == 2 && r.iter().any(|x| x.1 == "inv2")
+    });
+    let r = refused(&mut c);
+    println!("refusals listed on the coordinator {t:?} after the changes: {r:#?}");
+    assert!(r.iter().any(|x| x.1 == "g" && x.2.ends_with(".grants") && x.3.contains("ghost")), "{r:?}");
+    let inv2: Vec<_> = r.iter().filter(|x| x.1 == "inv2").collect();
+    assert_eq!(inv2.len(), 1, "only worker 1 numbered inv2 this period: {r:?}");
+    assert!(inv2[0].2.ends_with(".template"), "{r:?}");
+    assert!(cl.workers[0].log().contains("this node refused a change of tag"));
+    // worker 2 took the new template
+    let no: String = b.query_one("SELECT seqgen_order_no('inv2')", &[]).unwrap().get(0);
+    println!("worker 2's number under the new template: {no}");
+
+    // with both refusals active: a new tag, a grant, a revoke and a drop reach every worker
+    c.batch_execute("SELECT seqgen_create('late', 10); SELECT seqgen_grant('late', 'app')").unwrap();
+    for (name, port) in [("worker 1", w1), ("worker 2", w2)] {
+        let t =
+            recovery_time(Duration::from_secs(10), || app(port).query_one("SELECT seqgen_next('late')", &[]).is_ok());
+        println!("a new tag and its grant reached {name} in {t:?}");
+    }
+    c.batch_execute("SELECT seqgen_revoke('late', 'app')").unwrap();
+    for (name, port) in [("worker 1", w1), ("worker 2", w2)] {
+        let t = recovery_time(Duration::from_secs(10), || {
+            app(port).query_one("SELECT seqgen_next('late')", &[]).err().and_then(|e| sqlstate(&e)).as_deref()
+                == Some("42501")
+        });
+        println!("a revoke reached {name} in {t:?}");
+    }
+    c.batch_execute("SELECT seqgen_drop('late')").unwrap();
+    for (name, p) in [("worker 1", &mut a), ("worker 2", &mut b)] {
+        let t = recovery_time(Duration::from_secs(10), || {
+            p.query_one("SELECT seqgen_next('late')", &[]).err().and_then(|e| sqlstate(&e)).as_deref() == Some("42704")
+        });
+        println!("a drop reached {name} in {t:?}");
+    }
+    // the refusals are still there (they were not in the way)
+    let r = refused(&mut c);
+    assert!(r.iter().any(|x| x.1 == "g") && r.iter().any(|x| x.1 == "inv2"), "{r:?}");
+
+    // the role made on the workers: the grant applies and its refusal goes
+    for p in [&mut a, &mut b] {
+        p.batch_execute(
+            "SET citus.enable_ddl_propagation = off; CREATE ROLE ghost LOGIN; \
+             GRANT EXECUTE ON FUNCTION seqgen_next(text) TO ghost",
+        )
+        .unwrap();
+    }
+    let t = recovery_time(Duration::from_secs(10), || !refused(&mut c).iter().any(|x| x.1 == "g"));
+    println!("the grant's refusal went {t:?} after the role was created on the workers");
+    let ghost = Client::connect(&format!("host=127.0.0.1 port={w2} user=ghost dbname=postgres"), NoTls)
+        .unwrap()
+        .query_one("SELECT seqgen_next('g')", &[]);
+    assert!(ghost.is_ok(), "{ghost:?}");
+
+    // item 4: a tag made in the transaction after CREATE EXTENSION citus gets node bits
+    c.batch_execute("CREATE DATABASE fresh").unwrap();
+    let mut f = cl.coord.connect_db("fresh");
+    f.batch_execute("CREATE EXTENSION pg_seqgen").unwrap();
+    // the allocator has read "no Citus here"
+    std::thread::sleep(Duration::from_millis(1500));
+    f.batch_execute("SELECT seqgen_create('before')").unwrap();
+    f.batch_execute("CREATE EXTENSION citus; SELECT seqgen_create('early')").unwrap();
+    let bits: Vec<(String, i32)> = f
+        .query("SELECT biz_tag, node_bits FROM seqgen.alloc ORDER BY biz_tag", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    println!("node bits in a database that just got Citus: {bits:?}");
+    assert_eq!(bits, vec![("before".to_string(), 0), ("early".to_string(), 8)]);
+    drop(f);
+    cl.assert_no_repeats();
 }
