@@ -96,7 +96,15 @@ unsafe extern "C-unwind" fn subxact_callback(
     use pg_sys::SubXactEvent::*;
     let mut q = QUEUE.get();
     match event {
-        SUBXACT_EVENT_ABORT_SUB => q.actions.retain(|(sub, _)| *sub != my_subid),
+        SUBXACT_EVENT_ABORT_SUB => {
+            let acl = q.actions.iter().any(|(sub, a)| *sub == my_subid && matches!(a, Action::AclChanged));
+            q.actions.retain(|(sub, _)| *sub != my_subid);
+            if acl {
+                // this backend cached answers while the rolled-back grant or revoke was visible
+                // to it: they no longer count
+                crate::plumbing::acl::changed_here();
+            }
+        }
         SUBXACT_EVENT_COMMIT_SUB => {
             for (sub, _) in q.actions.iter_mut().filter(|(sub, _)| *sub == my_subid) {
                 *sub = parent_subid;
@@ -139,7 +147,13 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
             release_hold();
         }
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => {
-            QUEUE.get().actions.clear();
+            let mut q = QUEUE.get();
+            if q.actions.iter().any(|(_, a)| matches!(a, Action::AclChanged)) {
+                // answers cached while the aborted grant or revoke was visible here
+                crate::plumbing::acl::changed_here();
+            }
+            q.actions.clear();
+            drop(q);
             release_hold();
         }
         _ => {}

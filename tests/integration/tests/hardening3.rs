@@ -803,3 +803,49 @@ fn gapless_inheritance_edges() {
         println!("file_fdw not installed: the foreign child is not tried");
     }
 }
+
+/// A grant or revoke rolled back (to a savepoint, or with its transaction) takes back what
+/// the session cached while it was visible: the role granted inside the savepoint draws there,
+/// and after the rollback is refused again (it drew on before the fix); a revoke rolled back
+/// lets the role draw again.
+#[test]
+fn grants_and_revokes_rolled_back_are_forgotten() {
+    let c = Cluster::init("h3_rollback_acl", 57918, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE r LOGIN; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO r;
+         SELECT seqgen_create('sv'); SELECT seqgen_create('kept'); SELECT seqgen_grant('kept', 'r');",
+    );
+    // segments in shared memory (a transaction that changed a tag's row holds its row lock, and
+    // the allocator could not reserve one until it ends)
+    c.sql("SELECT seqgen_next('sv'); SELECT seqgen_next('kept');");
+    let mut s = c.connect();
+    let draw = |s: &mut Client, tag: &str| -> Option<String> {
+        s.batch_execute("SAVEPOINT d").unwrap();
+        let r = s.batch_execute(&format!("SET LOCAL ROLE r; SELECT seqgen_next('{tag}'); RESET ROLE"));
+        let state = r.as_ref().err().and_then(sqlstate);
+        s.batch_execute(if r.is_ok() { "RELEASE SAVEPOINT d" } else { "ROLLBACK TO SAVEPOINT d" }).unwrap();
+        state
+    };
+    // to a savepoint
+    s.batch_execute("BEGIN; SAVEPOINT g; SELECT seqgen_grant('sv', 'r')").unwrap();
+    assert_eq!(draw(&mut s, "sv"), None, "granted in this transaction");
+    s.batch_execute("ROLLBACK TO SAVEPOINT g").unwrap();
+    assert_eq!(draw(&mut s, "sv").as_deref(), Some("42501"), "drawn after the grant was rolled back to its savepoint");
+    // a revoke rolled back to its savepoint
+    assert_eq!(draw(&mut s, "kept"), None);
+    s.batch_execute("SAVEPOINT v; SELECT seqgen_revoke('kept', 'r')").unwrap();
+    assert_eq!(draw(&mut s, "kept").as_deref(), Some("42501"), "revoked in this transaction");
+    s.batch_execute("ROLLBACK TO SAVEPOINT v").unwrap();
+    assert_eq!(draw(&mut s, "kept"), None, "refused after the revoke was rolled back");
+    s.batch_execute("COMMIT").unwrap();
+    // with the whole transaction
+    s.batch_execute("BEGIN; SELECT seqgen_grant('sv', 'r')").unwrap();
+    assert_eq!(draw(&mut s, "sv"), None);
+    s.batch_execute("ROLLBACK").unwrap();
+    s.batch_execute("BEGIN").unwrap();
+    assert_eq!(draw(&mut s, "sv").as_deref(), Some("42501"), "drawn after the grant's transaction rolled back");
+    s.batch_execute("COMMIT").unwrap();
+    println!("grants and revokes rolled back (to a savepoint, or with their transaction) are forgotten");
+}
