@@ -20,7 +20,7 @@ use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::background::worker::set_option;
+use crate::background::process::set_option;
 use crate::generators::config;
 use crate::plumbing::error::{OrRaise, Result, SeqgenError};
 use crate::plumbing::node;
@@ -53,7 +53,7 @@ impl Sync {
             return;
         }
         let pid = h.sync_pid.load(Ordering::Acquire);
-        if crate::background::worker::alive(pid) {
+        if crate::background::process::alive(pid) {
             // a read that hangs (a coordinator that accepts connections but never answers)
             // is ended, so that the next one can start
             if now - h.sync_started_ms.load(Ordering::Acquire) > HANG_MS {
@@ -106,7 +106,7 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
         (0, _) => None,
         (oid, v) => Some(format!("{oid}:{v}")),
     };
-    let outcome = crate::background::worker::in_transaction_logged(
+    let outcome = crate::background::process::in_transaction_logged(
         None,
         std::panic::AssertUnwindSafe(|| {
             let v = fetch(known.as_deref()).or_raise();
@@ -151,7 +151,7 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
 /// The previous read's process died without clearing its pid: take over.
 fn claim_from_dead(h: &Header, me: i32) -> bool {
     let other = h.sync_pid.load(Ordering::Acquire);
-    !crate::background::worker::alive(other)
+    !crate::background::process::alive(other)
         && h.sync_pid.compare_exchange(other, me, Ordering::AcqRel, Ordering::Acquire).is_ok()
 }
 

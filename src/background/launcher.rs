@@ -184,8 +184,8 @@ fn supervise(s: &'static Server, started: &mut HashMap<usize, Started>) {
             continue;
         }
         if running
-            || worker::alive(h.worker_pid.load(Ordering::Acquire))
-            || worker::alive(h.hold.load(Ordering::Acquire))
+            || crate::background::process::alive(h.worker_pid.load(Ordering::Acquire))
+            || crate::background::process::alive(h.hold.load(Ordering::Acquire))
         {
             continue;
         }

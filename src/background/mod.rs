@@ -5,6 +5,8 @@
 pub mod citus;
 pub mod health;
 pub mod launcher;
+pub mod process;
+pub mod slots;
 pub mod triggers;
 pub mod utility;
 pub mod worker;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::background::worker::alive;
+use crate::background::process::alive;
 use crate::plumbing::shmem::{self, Header};
 
 static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
