@@ -556,7 +556,8 @@ CREATE TABLE seqgen.definitions_refused (
     biz_tag pg_catalog.text NOT NULL,
     field pg_catalog.text NOT NULL,
     problem pg_catalog.text NOT NULL,
-    since pg_catalog.timestamptz NOT NULL
+    since pg_catalog.timestamptz NOT NULL,
+    PRIMARY KEY (biz_tag, field)
 );
 COMMENT ON TABLE seqgen.definitions_refused IS 'pg_seqgen: changes of the Citus coordinator''s tag definitions this node refused';
 REVOKE ALL ON TABLE seqgen.definitions_refused FROM PUBLIC;
@@ -576,9 +577,15 @@ BEGIN
         RAISE EXCEPTION 'seqgen_cluster_refused() needs Citus in this database'
             USING ERRCODE = 'feature_not_supported';
     END IF;
-    FOR r IN EXECUTE 'SELECT nodeid, result FROM pg_catalog.run_command_on_all_nodes($1) WHERE success'
+    FOR r IN EXECUTE 'SELECT nodeid, success, result FROM pg_catalog.run_command_on_all_nodes($1)'
         USING 'SELECT COALESCE(pg_catalog.json_agg(r), ''[]''::pg_catalog.json) FROM seqgen.definitions_refused r'
     LOOP
+        IF NOT r.success THEN
+            -- a node that could not be asked (down, or not updated yet) is listed, not skipped
+            RETURN QUERY SELECT r.nodeid, NULL::pg_catalog.text, NULL::pg_catalog.text,
+                pg_catalog.concat('could not read this node''s refusals: ', r.result), NULL::pg_catalog.timestamptz;
+            CONTINUE;
+        END IF;
         RETURN QUERY SELECT r.nodeid, x.biz_tag, x.field, x.problem, x.since
             FROM pg_catalog.json_to_recordset(r.result::pg_catalog.json)
                  AS x(biz_tag pg_catalog.text, field pg_catalog.text, problem pg_catalog.text, since pg_catalog.timestamptz)

@@ -201,8 +201,9 @@ fn apply(v: &serde_json::Value) -> Result<Option<config::Applied>> {
 }
 
 /// Keep this node's refused changes in `seqgen.definitions_refused` (the coordinator shows
-/// every node's with `seqgen_cluster_refused()`): a refusal still made keeps the time it was
-/// first made, one no longer made goes, and each new one is logged. Returns how many there are.
+/// every node's with `seqgen_cluster_refused()`), one row per tag and field: a refusal still
+/// made keeps the time it was first made (its message updated), one no longer made goes, and
+/// each new one is logged. Returns how many there are.
 fn note_refused(refused: &[(String, String, String)]) -> Result<usize> {
     let rows: Vec<serde_json::Value> = refused
         .iter()
@@ -210,21 +211,31 @@ fn note_refused(refused: &[(String, String, String)]) -> Result<usize> {
         .collect();
     let new = Spi::connect_mut(|c| {
         c.update(
-            "WITH n AS (SELECT DISTINCT x.biz_tag, x.field, x.problem \
+            "WITH n AS (SELECT DISTINCT ON (x.biz_tag, x.field) x.biz_tag, x.field, x.problem \
                         FROM pg_catalog.jsonb_to_recordset($1) AS x(biz_tag pg_catalog.text, field pg_catalog.text, \
                                                                     problem pg_catalog.text)), \
                   gone AS (DELETE FROM seqgen.definitions_refused r WHERE NOT EXISTS \
                            (SELECT 1 FROM n WHERE n.biz_tag OPERATOR(pg_catalog.=) r.biz_tag \
-                              AND n.field OPERATOR(pg_catalog.=) r.field AND n.problem OPERATOR(pg_catalog.=) r.problem)) \
-             INSERT INTO seqgen.definitions_refused (biz_tag, field, problem, since) \
-             SELECT n.biz_tag, n.field, n.problem, pg_catalog.now() FROM n WHERE NOT EXISTS \
-                   (SELECT 1 FROM seqgen.definitions_refused r WHERE n.biz_tag OPERATOR(pg_catalog.=) r.biz_tag \
-                      AND n.field OPERATOR(pg_catalog.=) r.field AND n.problem OPERATOR(pg_catalog.=) r.problem) \
-             RETURNING biz_tag, field, problem",
+                              AND n.field OPERATOR(pg_catalog.=) r.field)) \
+             INSERT INTO seqgen.definitions_refused AS r (biz_tag, field, problem, since) \
+             SELECT n.biz_tag, n.field, n.problem, pg_catalog.now() FROM n \
+             ON CONFLICT (biz_tag, field) DO UPDATE SET problem = excluded.problem \
+                WHERE r.problem OPERATOR(pg_catalog.<>) excluded.problem \
+             RETURNING r.biz_tag, r.field, r.problem, r.xmax::pg_catalog.text OPERATOR(pg_catalog.=) '0'",
             None,
             &[pgrx::JsonB(serde_json::Value::Array(rows)).into()],
         )?
-        .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?.unwrap_or_default(), r.get::<String>(3)?.unwrap_or_default())))
+        .filter_map(|r| match r.get::<bool>(4) {
+            // only a refusal new here is logged (a known one whose wording moved, e.g. the
+            // period it names, is updated in place)
+            Ok(Some(true)) => Some(Ok((
+                r.get::<String>(1).ok().flatten().unwrap_or_default(),
+                r.get::<String>(2).ok().flatten().unwrap_or_default(),
+                r.get::<String>(3).ok().flatten().unwrap_or_default(),
+            ))),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
         .collect::<std::result::Result<Vec<_>, pgrx::spi::Error>>()
     })
     .map_err(|e| SeqgenError::Internal(e.to_string()))?;

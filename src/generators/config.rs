@@ -134,13 +134,13 @@ pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Applie
         .flatten()
         .map(|(tag, hex)| Ok((tag.clone(), hex.as_str().ok_or_else(|| bad("a key is not a string"))?.to_string())))
         .collect::<Result<_>>()?;
-    let mut mode = Mode::EachOnItsOwn { refused: vec![] };
+    let mut mode = Mode::EachOnItsOwn { refused: vec![], deadline: std::time::Instant::now() + APPLY_BUDGET };
     let mut done = opaque::with_keys(keys, || apply_doc(&doc, &have, true, &mut mode))?;
     let owners = value.get("owners").and_then(|o| o.as_object()).ok_or_else(|| bad("no \"owners\""))?;
     for (tag, owner) in owners {
         let Some(owner) = owner.as_str() else { continue };
         let mut moved = false;
-        let made = mode.change(tag, config::tag_path(tag, ""), || {
+        let made = mode.change(tag, config::tag_path(tag, ".owner"), || {
             let row = as_superuser(|| {
                 Spi::connect_mut(|c| {
                     let t = c.update(
@@ -178,7 +178,7 @@ pub(crate) fn apply_from_coordinator(value: &serde_json::Value) -> Result<Applie
             done.push((tag.clone(), format!("owner {owner}")));
         }
     }
-    let Mode::EachOnItsOwn { refused } = mode else { unreachable!("made above") };
+    let Mode::EachOnItsOwn { refused, .. } = mode else { unreachable!("made above") };
     Ok(Applied { done, refused })
 }
 
@@ -254,8 +254,13 @@ enum Mode {
     /// of its own, so that one this node refuses (a role it lacks, a template its own counters
     /// rule out) holds back no other change, least of all a revoke or a drop. Each refusal is
     /// noted: (tag, JSON path, message).
-    EachOnItsOwn { refused: Vec<(String, String, String)> },
+    EachOnItsOwn { refused: Vec<(String, String, String)>, deadline: std::time::Instant },
 }
+
+/// How long a worker's application of the definitions may take before the changes left are
+/// put off to the next read (each lock wait is bounded, but many could add up to the 30 s
+/// after which the allocator ends the read, and everything applied with it).
+pub(crate) const APPLY_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
 
 impl Mode {
     /// Make one change of tag `tag` (`path`: the document's field). `Ok(false)`: refused,
@@ -263,7 +268,15 @@ impl Mode {
     fn change(&mut self, tag: &str, path: String, f: impl FnOnce() -> Result<()>) -> Result<bool> {
         match self {
             Mode::AllOrNothing => f().map(|()| true).map_err(|e| at(path, e)),
-            Mode::EachOnItsOwn { refused } => match crate::plumbing::session::subtransaction(f) {
+            Mode::EachOnItsOwn { refused, deadline } if std::time::Instant::now() > *deadline => {
+                refused.push((
+                    tag.to_string(),
+                    path,
+                    "not tried: this read ran out of time, the next one tries it".into(),
+                ));
+                Ok(false)
+            }
+            Mode::EachOnItsOwn { refused, .. } => match crate::plumbing::session::subtransaction(f) {
                 Ok(()) => Ok(true),
                 Err(e) => {
                     refused.push((tag.to_string(), path, e.to_string()));
@@ -344,11 +357,12 @@ fn apply_doc(
             mode.change(name, path(".gapless"), || {
                 Err(SeqgenError::Unsupported(format!("a tag is gapless or not from its creation (tag \"{name}\")")))
             })?;
-            continue;
+            // on a worker the other fields still apply: its revokes above all
         }
         // a gapless tag has no segments: its step means nothing
         if ((want.step != c.step && !c.gapless) || (want.description.is_some() && want.description != c.description))
-            && mode.change(name, path(""), || tags::alter(Some(name), Some(want.step), want.description.as_deref()))?
+            && mode
+                .change(name, path(".step"), || tags::alter(Some(name), Some(want.step), want.description.as_deref()))?
         {
             changed(format!("altered (step {})", want.step));
         }
@@ -399,7 +413,7 @@ fn apply_rest(
     // A worker's copy of a tag the coordinator has without node bits (made there before
     // Citus) has bits of its own from its creation here: it keeps them (the coordinator
     // refuses to draw such a tag until it gets node bits, which are Citus's 8 there too).
-    let keep_own = mode.on_worker() && want.node_bits == 0 && bits > 0;
+    let keep_own = mode.on_worker() && want.node_bits == 0 && bits == crate::plumbing::node::CITUS_NODE_BITS as u32;
     if want.node_bits != bits
         && !keep_own
         && mode.change(name, path(".node_bits"), || tags::set_node_bits(name, want.node_bits as i32))?
@@ -407,15 +421,18 @@ fn apply_rest(
         changed(format!("node bits {}", want.node_bits));
     }
     // each on its own on a worker: a refused grant (a role this node lacks) holds back no revoke
+    let mode_on_worker = mode.on_worker();
     let have: BTreeSet<&String> = cur.map(|c| c.grants.iter().collect()).unwrap_or_default();
     let wanted: BTreeSet<&String> = want.grants.iter().collect();
+    // a worker keeps a refusal per role (its field names the role)
+    let grants = |role: &str| if mode_on_worker { format!("{}[{role}]", path(".grants")) } else { path(".grants") };
     for role in wanted.difference(&have) {
-        if mode.change(name, path(".grants"), || tags::set_grant(name, role, true))? {
+        if mode.change(name, grants(role), || tags::set_grant(name, role, true))? {
             changed(format!("granted to {role}"));
         }
     }
     for role in have.difference(&wanted) {
-        if mode.change(name, path(".grants"), || tags::set_grant(name, role, false))? {
+        if mode.change(name, grants(role), || tags::set_grant(name, role, false))? {
             changed(format!("revoked from {role}"));
         }
     }

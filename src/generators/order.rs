@@ -89,16 +89,23 @@ fn check_node_field(tag: &str, t: &Template) -> Result<u32> {
     if citus && !t.has_node() {
         return Err(SeqgenError::CitusNeedsNodeField(tag.to_string()));
     }
-    // every group id a tag's node bits can hold on Citus (a worker added later has a larger
-    // one than this node): a width that fits only this node's would be refused there
+    t.check_node(node).map_err(SeqgenError::InvalidArgument)?;
+    Ok(node)
+}
+
+/// [`check_node_field`] for a template being set: on Citus it must also render every group
+/// id a tag's node bits hold (a worker added later has a larger one than this node), or a
+/// worker would refuse it. Not checked on draws: a template set before this rule keeps
+/// numbering on the nodes it fits.
+fn check_new_node_field(tag: &str, t: &Template) -> Result<u32> {
+    let node = check_node_field(tag, t)?;
     let largest = (1u32 << node::CITUS_NODE_BITS) - 1;
-    if citus && t.check_node(largest).is_err() {
+    if node_id()?.1 && t.check_node(largest).is_err() {
         return Err(SeqgenError::InvalidArgument(format!(
             "the {{node}} field of tag \"{tag}\"'s template is too narrow for Citus: it must render every group id up to {largest}, \
              so that every worker, including those added later, can number"
         )));
     }
-    t.check_node(node).map_err(SeqgenError::InvalidArgument)?;
     Ok(node)
 }
 
@@ -134,7 +141,7 @@ pub(crate) fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: boo
 pub(crate) fn set_any_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
     let t = parse_template(text)?;
     let tz = parse_zone(zone)?;
-    check_node_field(tag, &t)?;
+    check_new_node_field(tag, &t)?;
     if let (Some(unit), false) = (t.repeats_every(), allow_repeats) {
         return Err(SeqgenError::InvalidArgument(format!(
             "template \"{text}\" cannot tell its periods apart: its numbers repeat every {} \
