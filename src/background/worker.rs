@@ -268,6 +268,9 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
         }
     };
     read_identity(h);
+    // transactions prepared before a restart may hold grants or revokes: no privilege answer
+    // is cached until the first periodic pass finds none left
+    h.acl_prepared.fetch_add(1, Ordering::AcqRel);
     unsafe { h.worker_latch.store(pg_sys::MyLatch, Ordering::Release) };
     h.health.started_ms.store(shmem::now_ms(), Ordering::Release);
     h.worker_status.store(WorkerStatus::Running as u32, Ordering::Release);
@@ -438,6 +441,7 @@ impl Worker {
         if periodic {
             self.last_periodic_ms = now;
             update_rates(h, now);
+            clear_acl_prepared(h);
             let all = shmem::slots(h);
             let start = if self.verify_hand >= all.len() { 0 } else { self.verify_hand };
             let slots: Vec<SlotRef> =
@@ -792,6 +796,34 @@ fn run_job(
             Outcome::Stale(refs.iter().filter(|r| !serves(r)).map(|r| r.idx).collect())
         }
     })
+}
+
+/// Once no prepared transaction is left in the database, privilege answers may be cached
+/// again (`Header::acl_prepared`): every backend checks its answers once more.
+fn clear_acl_prepared(h: &'static Header) {
+    // a transaction prepared after this load changes it, and is not cleared below (a
+    // prepared transaction is listed before its count goes up)
+    let seen = h.acl_prepared.load(Ordering::Acquire);
+    if seen == 0 {
+        return;
+    }
+    let left = in_transaction(|| {
+        in_subtransaction(|c| {
+            c.select(
+                "SELECT count(*) FROM pg_catalog.pg_prepared_xacts \
+                 WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()",
+                Some(1),
+                &[],
+            )?
+            .first()
+            .get::<i64>(1)
+        })
+    });
+    if let Ok(Ok(Some(0))) = left {
+        if h.acl_prepared.compare_exchange(seen, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            h.acl_epoch.fetch_add(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// Read this node's Citus group (`plumbing::node`) in a transaction of its own and publish it.

@@ -522,6 +522,10 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
         return Err(SeqgenError::TagPermission(owner_tag.to_string()));
     }
     let e = Entry { r, acl: stamp, hint: Hint::default() };
+    if area.acl_prepared.load(Ordering::Acquire) != 0 {
+        // a prepared transaction may change the answer when it commits: not remembered
+        return Ok((r, e.hint));
+    }
     let mut c = CACHE.get();
     let limit = 4 * shmem::server().map_or(1024, |s| s.max_tags as usize).max(4096);
     let same_area = c.area.is_some_and(|a| std::ptr::eq(a, area));

@@ -140,6 +140,8 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
                 match a {
                     Action::Retire(name) => crate::plumbing::shmem::retire(name.as_bytes()),
                     Action::RetireAll => crate::plumbing::shmem::retire_all(),
+                    // prepared: it counts from its COMMIT PREPARED, which runs no code of ours
+                    Action::AclChanged if event == XACT_EVENT_PREPARE => crate::plumbing::shmem::acl_prepared(),
                     Action::AclChanged => crate::plumbing::shmem::acl_changed(),
                     Action::Attach(_) | Action::BeforeCommit(_) => {}
                 }

@@ -170,6 +170,11 @@ pub struct Header {
     /// Bumped whenever a commit changes who may draw from a tag of this database (owner,
     /// grants): every backend checks its cached answer again.
     pub acl_epoch: AtomicU64,
+    /// Counts transactions that changed who may draw and were prepared (two-phase commit): their
+    /// COMMIT PREPARED, from any session, runs no pg_seqgen code, so until the allocator sees
+    /// no prepared transaction left in the database (then it clears this and bumps
+    /// `acl_epoch`), backends do not cache privilege answers.
+    pub acl_prepared: AtomicU32,
     /// Bumped whenever a slot of this database stops serving its tag (after its generation):
     /// a backend's block of values claimed under an older value checks its slot again.
     pub retire_epoch: AtomicU64,
@@ -1098,6 +1103,15 @@ pub fn take_free_slot(h: &'static Header) -> Option<usize> {
 /// Backends must check who may draw again (a grant, a revoke or an owner change committed).
 pub fn acl_changed() {
     if let Some(h) = header() {
+        h.acl_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// A transaction that changed who may draw is being prepared (see [`Header::acl_prepared`]).
+pub fn acl_prepared() {
+    if let Some(h) = header() {
+        // a count, so that the allocator clears only what it saw (compare and swap)
+        h.acl_prepared.fetch_add(1, Ordering::AcqRel);
         h.acl_epoch.fetch_add(1, Ordering::AcqRel);
     }
 }

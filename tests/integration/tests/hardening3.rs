@@ -849,3 +849,41 @@ fn grants_and_revokes_rolled_back_are_forgotten() {
     s.batch_execute("COMMIT").unwrap();
     println!("grants and revokes rolled back (to a savepoint, or with their transaction) are forgotten");
 }
+
+/// A revoke made through two-phase commit: a session that drew before the PREPARE, and again
+/// between the PREPARE and the COMMIT PREPARED, is refused once the revoke commits.
+#[test]
+fn a_revoke_committed_through_two_phase_commit_holds() {
+    let c = Cluster::init("h3_2pc_revoke", 57919, &["max_prepared_transactions = 4"]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE r LOGIN; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO r;
+         SELECT seqgen_create('tp'); SELECT seqgen_grant('tp', 'r');",
+    );
+    let mut d = as_role(&c, "r");
+    let draw = |d: &mut Client| d.query_one("SELECT seqgen_next('tp')", &[]).err().as_ref().and_then(sqlstate);
+    assert_eq!(draw(&mut d), None);
+    let mut a = c.connect();
+    a.batch_execute("BEGIN; SELECT seqgen_revoke('tp', 'r'); PREPARE TRANSACTION 'rv'").unwrap();
+    // prepared, not committed: the grant still holds
+    assert_eq!(draw(&mut d), None, "refused before the revoke committed");
+    a.batch_execute("COMMIT PREPARED 'rv'").unwrap();
+    let r = draw(&mut d);
+    println!("a draw after the revoke's COMMIT PREPARED: {r:?}");
+    assert_eq!(r.as_deref(), Some("42501"), "drawn after a revoke committed through two-phase commit");
+    // prepared, then the server restarted (the prepared transaction outlives it), then committed
+    c.sql("SELECT seqgen_grant('tp', 'r')");
+    c.connect().batch_execute("BEGIN; SELECT seqgen_revoke('tp', 'r'); PREPARE TRANSACTION 'rv2'").unwrap();
+    c.stop("immediate");
+    c.start();
+    let mut d = as_role(&c, "r");
+    // allowed; the allocator cannot reserve while the prepared transaction holds the tag's
+    // row (55P03), but the session has asked whether it may draw
+    let before = draw(&mut d);
+    assert!(matches!(before.as_deref(), None | Some("55P03")), "before the revoke committed: {before:?}");
+    c.connect().batch_execute("COMMIT PREPARED 'rv2'").unwrap();
+    let r = draw(&mut d);
+    println!("after a restart with the revoke prepared, a draw after its COMMIT PREPARED: {r:?}");
+    assert_eq!(r.as_deref(), Some("42501"), "drawn after a revoke prepared before a restart was committed");
+}
