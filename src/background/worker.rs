@@ -798,8 +798,8 @@ fn run_job(
     })
 }
 
-/// Once no prepared transaction is left in the database, privilege answers may be cached
-/// again (`Header::acl_prepared`): every backend checks its answers once more.
+/// Once no prepared transaction holds the catalog, privilege answers may be cached again
+/// (`Header::acl_prepared`): every backend checks its answers once more.
 fn clear_acl_prepared(h: &'static Header) {
     // a transaction prepared after this load changes it, and is not cleared below (a
     // prepared transaction is listed before its count goes up)
@@ -809,9 +809,15 @@ fn clear_acl_prepared(h: &'static Header) {
     }
     let left = in_transaction(|| {
         in_subtransaction(|c| {
+            // a prepared transaction that changed a grant or an owner holds its lock on the
+            // catalog (pg_locks shows a prepared transaction's locks without a pid); one that
+            // never touched it does not keep answers from being cached
             c.select(
-                "SELECT count(*) FROM pg_catalog.pg_prepared_xacts \
-                 WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()",
+                "SELECT count(*) FROM pg_catalog.pg_locks l \
+                 WHERE l.pid IS NULL AND l.locktype OPERATOR(pg_catalog.=) 'relation' \
+                   AND l.relation OPERATOR(pg_catalog.=) pg_catalog.to_regclass('seqgen.alloc') \
+                   AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
+                                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
                 Some(1),
                 &[],
             )?

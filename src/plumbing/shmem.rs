@@ -172,7 +172,7 @@ pub struct Header {
     pub acl_epoch: AtomicU64,
     /// Counts transactions that changed who may draw and were prepared (two-phase commit): their
     /// COMMIT PREPARED, from any session, runs no pg_seqgen code, so until the allocator sees
-    /// no prepared transaction left in the database (then it clears this and bumps
+    /// no prepared transaction holding a lock on the catalog (then it clears this and bumps
     /// `acl_epoch`), backends do not cache privilege answers.
     pub acl_prepared: AtomicU32,
     /// Bumped whenever a slot of this database stops serving its tag (after its generation):
