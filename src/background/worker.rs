@@ -809,12 +809,14 @@ fn clear_acl_prepared(h: &'static Header) {
     }
     let left = in_transaction(|| {
         in_subtransaction(|c| {
-            // a prepared transaction that changed a grant or an owner holds its lock on the
-            // catalog (pg_locks shows a prepared transaction's locks without a pid); one that
-            // never touched it does not keep answers from being cached
+            // a prepared transaction that changed a grant or an owner holds its write lock on
+            // the catalog (pg_locks shows a prepared transaction's locks without a pid); one
+            // that only read it (a draw's privilege check inside a distributed transaction
+            // that Citus prepares) does not keep answers from being cached
             c.select(
                 "SELECT count(*) FROM pg_catalog.pg_locks l \
                  WHERE l.pid IS NULL AND l.locktype OPERATOR(pg_catalog.=) 'relation' \
+                   AND l.mode OPERATOR(pg_catalog.<>) 'AccessShareLock' \
                    AND l.relation OPERATOR(pg_catalog.=) pg_catalog.to_regclass('seqgen.alloc') \
                    AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
                                    WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
