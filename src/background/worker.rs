@@ -801,22 +801,27 @@ fn run_job(
 /// Once no prepared transaction holds the catalog, privilege answers may be cached again
 /// (`Header::acl_prepared`): every backend checks its answers once more.
 fn clear_acl_prepared(h: &'static Header) {
-    // a transaction prepared after this load changes it, and is not cleared below (a
-    // prepared transaction is listed before its count goes up)
+    // The count as this pass found it, and as the last pass (a second ago) did. It is cleared
+    // only when both passes saw the same count and no prepared transaction writing the
+    // catalog: a transaction prepared since the last pass changed the count. (On some minor
+    // releases the PREPARE callback that counts comes before the prepared transaction's locks
+    // show without a pid; a second later they do.)
+    static LAST_SEEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let seen = h.acl_prepared.load(Ordering::Acquire);
-    if seen == 0 {
+    let last = LAST_SEEN.swap(seen, Ordering::AcqRel);
+    if seen == 0 || seen != last {
         return;
     }
     let left = in_transaction(|| {
         in_subtransaction(|c| {
-            // a prepared transaction that changed a grant or an owner holds its write lock on
-            // the catalog (pg_locks shows a prepared transaction's locks without a pid); one
-            // that only read it (a draw's privilege check inside a distributed transaction
-            // that Citus prepares) does not keep answers from being cached
+            // a prepared transaction that changed a grant or an owner holds its write lock
+            // (RowExclusiveLock) on the catalog; pg_locks shows a prepared transaction's locks
+            // without a pid. One that only read it, or that only checked a foreign key to it
+            // (a gapless number: RowShareLock), does not keep answers from being cached.
             c.select(
                 "SELECT count(*) FROM pg_catalog.pg_locks l \
                  WHERE l.pid IS NULL AND l.locktype OPERATOR(pg_catalog.=) 'relation' \
-                   AND l.mode OPERATOR(pg_catalog.<>) 'AccessShareLock' \
+                   AND l.mode OPERATOR(pg_catalog.<>) ALL ('{AccessShareLock,RowShareLock}'::pg_catalog.text[]) \
                    AND l.relation OPERATOR(pg_catalog.=) pg_catalog.to_regclass('seqgen.alloc') \
                    AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
                                    WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
@@ -828,9 +833,14 @@ fn clear_acl_prepared(h: &'static Header) {
         })
     });
     if let Ok(Ok(Some(0))) = left {
+        // the epoch first: an answer a backend caches between the two is stale already
+        h.acl_epoch.fetch_add(1, Ordering::AcqRel);
         if h.acl_prepared.compare_exchange(seen, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            h.acl_epoch.fetch_add(1, Ordering::AcqRel);
+            LAST_SEEN.store(0, Ordering::Release);
         }
+    } else if !matches!(left, Ok(Ok(Some(_)))) {
+        // the count failed: try again on a fresh pair of passes
+        LAST_SEEN.store(0, Ordering::Release);
     }
 }
 

@@ -886,4 +886,21 @@ fn a_revoke_committed_through_two_phase_commit_holds() {
     let r = draw(&mut d);
     println!("after a restart with the revoke prepared, a draw after its COMMIT PREPARED: {r:?}");
     assert_eq!(r.as_deref(), Some("42501"), "drawn after a revoke prepared before a restart was committed");
+    // and answers are cached again once nothing is prepared: a session's second draw is
+    // served with the catalog locked (no catalog read), which it is not while caching is off
+    c.sql("SELECT seqgen_create('warm'); SELECT seqgen_grant('warm', 'r')");
+    let mut d = as_role(&c, "r");
+    let t = recovery_time(Duration::from_secs(15), || {
+        if d.batch_execute("SELECT seqgen_next('warm')").is_err() {
+            return false;
+        }
+        let mut l = c.connect();
+        l.batch_execute("BEGIN; LOCK TABLE seqgen.alloc IN ACCESS EXCLUSIVE MODE").unwrap();
+        let served =
+            d.batch_execute("SET lock_timeout = '200ms'; SELECT seqgen_next('warm'); RESET lock_timeout").is_ok();
+        l.batch_execute("ROLLBACK").unwrap();
+        let _ = d.batch_execute("RESET lock_timeout");
+        served
+    });
+    println!("privilege answers cached again {t:?} after the prepared revoke committed");
 }
