@@ -268,9 +268,12 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
         }
     };
     read_identity(h);
-    // transactions prepared before a restart may hold grants or revokes: no privilege answer
-    // is cached until the first periodic pass finds none left
-    h.acl_prepared.fetch_add(1, Ordering::AcqRel);
+    // a transaction prepared before a restart may hold a grant or a revoke: then no privilege
+    // answer is cached until the periodic passes find none left (see `clear_acl_prepared`)
+    if prepared_catalog_writers() != Some(0) {
+        h.acl_prepared.fetch_add(1, Ordering::AcqRel);
+        h.acl_epoch.fetch_add(1, Ordering::AcqRel);
+    }
     unsafe { h.worker_latch.store(pg_sys::MyLatch, Ordering::Release) };
     h.health.started_ms.store(shmem::now_ms(), Ordering::Release);
     h.worker_status.store(WorkerStatus::Running as u32, Ordering::Release);
@@ -812,12 +815,26 @@ fn clear_acl_prepared(h: &'static Header) {
     if seen == 0 || seen != last {
         return;
     }
-    let left = in_transaction(|| {
+    let left = prepared_catalog_writers();
+    if left == Some(0) {
+        // the epoch first: an answer a backend caches between the two is stale already
+        h.acl_epoch.fetch_add(1, Ordering::AcqRel);
+        if h.acl_prepared.compare_exchange(seen, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            LAST_SEEN.store(0, Ordering::Release);
+        }
+    } else if left.is_none() {
+        // the count failed: try again on a fresh pair of passes
+        LAST_SEEN.store(0, Ordering::Release);
+    }
+}
+
+/// How many prepared transactions of this database hold a write lock on the catalog (a
+/// transaction that changed a grant or an owner holds RowExclusiveLock; pg_locks shows a
+/// prepared transaction's locks without a pid). One that only read it, or only checked a
+/// foreign key to it (a gapless number: RowShareLock), does not count. None: the count failed.
+fn prepared_catalog_writers() -> Option<i64> {
+    let n = in_transaction(|| {
         in_subtransaction(|c| {
-            // a prepared transaction that changed a grant or an owner holds its write lock
-            // (RowExclusiveLock) on the catalog; pg_locks shows a prepared transaction's locks
-            // without a pid. One that only read it, or that only checked a foreign key to it
-            // (a gapless number: RowShareLock), does not keep answers from being cached.
             c.select(
                 "SELECT count(*) FROM pg_catalog.pg_locks l \
                  WHERE l.pid IS NULL AND l.locktype OPERATOR(pg_catalog.=) 'relation' \
@@ -832,15 +849,9 @@ fn clear_acl_prepared(h: &'static Header) {
             .get::<i64>(1)
         })
     });
-    if let Ok(Ok(Some(0))) = left {
-        // the epoch first: an answer a backend caches between the two is stale already
-        h.acl_epoch.fetch_add(1, Ordering::AcqRel);
-        if h.acl_prepared.compare_exchange(seen, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            LAST_SEEN.store(0, Ordering::Release);
-        }
-    } else if !matches!(left, Ok(Ok(Some(_)))) {
-        // the count failed: try again on a fresh pair of passes
-        LAST_SEEN.store(0, Ordering::Release);
+    match n {
+        Ok(Ok(n)) => n,
+        _ => None,
     }
 }
 
