@@ -939,6 +939,16 @@ impl Run {
         .map(|r| r.get(0))
     }
 
+    /// Is process `pid` (stopped) waiting inside PostgreSQL's internals (an LWLock or I/O)?
+    fn in_postgres_internals(&self, pid: i32) -> bool {
+        let Ok(mut c) = Client::connect(&self.c.conninfo("postgres"), NoTls) else { return true };
+        c.query_opt("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", &[&pid])
+            .ok()
+            .flatten()
+            .and_then(|r| r.get::<_, Option<String>>(0))
+            .is_some_and(|w| w == "LWLock" || w == "IO")
+    }
+
     fn set_clock(&self) {
         self.c.set_clock_offset_ms(self.clock_base - self.clock_back);
     }
@@ -961,8 +971,18 @@ impl Run {
             }
             Fault::StopAllocator(db) => {
                 if let Some(pid) = self.allocator_pid(*db) {
-                    signal(pid, "STOP");
-                    self.stopped.push(pid);
+                    // not inside PostgreSQL's own locks or I/O: stopped in a WAL flush it would
+                    // hold WALWriteLock, and every session that commits would wait for it in an
+                    // LWLock wait no timeout ends (the harness hung so once, on 16)
+                    for _ in 0..100 {
+                        signal(pid, "STOP");
+                        if !self.in_postgres_internals(pid) {
+                            self.stopped.push(pid);
+                            break;
+                        }
+                        signal(pid, "CONT");
+                        std::thread::sleep(Duration::from_millis(3));
+                    }
                 }
             }
             Fault::TermAllocator(db) => {
