@@ -83,6 +83,18 @@ CREATE TABLE seqgen.definitions_refused (
 COMMENT ON TABLE seqgen.definitions_refused IS 'pg_seqgen: changes of the Citus coordinator''s tag definitions this node refused';
 REVOKE ALL ON TABLE seqgen.definitions_refused FROM PUBLIC;
 
+-- On a Citus worker: the group this server confirmed as its own (through the host and port
+-- Citus lists for it) and the WAL timeline it was on. A copy of the server (a promoted
+-- standby, a Citus clone) inherits the row on another timeline, so it confirms again before
+-- it numbers with a group. Not dumped: it is this server's state.
+CREATE TABLE seqgen.citus_group_confirmed (
+    groupid pg_catalog.int8 NOT NULL,
+    timeline pg_catalog.int8 NOT NULL,
+    confirmed pg_catalog.timestamptz NOT NULL
+);
+COMMENT ON TABLE seqgen.citus_group_confirmed IS 'pg_seqgen: the Citus group this server confirmed as its own, and on which WAL timeline';
+REVOKE ALL ON TABLE seqgen.citus_group_confirmed FROM PUBLIC;
+
 -- On a Citus coordinator: every node's refused changes.
 CREATE FUNCTION @extschema@.seqgen_cluster_refused(
     OUT nodeid pg_catalog.int4, OUT biz_tag pg_catalog.text, OUT field pg_catalog.text,

@@ -189,12 +189,17 @@ fn seqgen_node() -> TableIterator<
         g if g >= 0 => "citus",
         node::NOT_CITUS => "setting",
         node::NOT_MEMBER => "not in citus metadata",
+        node::UNCONFIRMED => "citus group not confirmed",
         _ => "unknown",
     };
     TableIterator::once((
         id,
         source.to_string(),
-        (g >= 0).then_some(g as i32),
+        match g {
+            g if g >= 0 => Some(g as i32),
+            node::UNCONFIRMED => Some(h.citus_candidate.load(Ordering::Acquire) as i32),
+            _ => None,
+        },
         recorded(h.sync_ok_ms.load(Ordering::Acquire)),
         recorded(h.sync_applied_ms.load(Ordering::Acquire)),
     ))

@@ -63,6 +63,8 @@ pub enum SeqgenError {
     Snowflake53Node(u32),
     #[error("this node is not in its Citus cluster's metadata (pg_dist_node does not list its group), so it has no node id to number with")]
     NotInCluster,
+    #[error("this server has not confirmed Citus group {0} as its own since it started on a new WAL timeline")]
+    GroupNotConfirmed(i64),
     #[error("{0} is not known yet")]
     NotReady(String),
     #[error("tag \"{0}\" has no node bits, so on Citus its values from different nodes would meet")]
@@ -143,6 +145,7 @@ impl SeqgenError {
             | NodeDoesNotFit { .. }
             | Snowflake53Node(_)
             | NotInCluster
+            | GroupNotConfirmed(_)
             | NotReady(_)
             | CitusNeedsNodeBits(_)
             | CitusNeedsNodeField(_)
@@ -207,6 +210,7 @@ impl SeqgenError {
             TagPermission(t) => format!("The tag's owner can allow it: SELECT seqgen_grant('{t}', '<role>');"),
             NotTagOwner(_) => "Only the tag's owner (the role that created it, or a member of that role) and superusers may change it.".into(),
             NotInCluster => "On the coordinator: SELECT citus_set_coordinator_host('<host>', <port>) (for the coordinator itself) or SELECT citus_add_node('<host>', <port>) for this node. The node draws within a second of joining.".into(),
+            GroupNotConfirmed(g) => format!("A promoted standby or a Citus clone reads its primary's group, and numbering with it would repeat the primary's IDs. After a failover, point the group at this server on the coordinator (SELECT citus_update_node(<nodeid>, '<host>', <port>)); a clone being split off gets a group of its own when citus_promote_clone_and_rebalance commits. The server log of the \"pg_seqgen sync\" worker says what it found for group {g}."),
             NotReady(_) => "Check the server log for the \"pg_seqgen allocator\" of this database; raise seqgen.allocation_timeout if the server is overloaded.".into(),
             CitusNeedsNodeBits(t) => format!("Tags created in a Citus database get node bits themselves; for a tag created before Citus: SELECT seqgen_set_node_bits('{t}', 8);"),
             CitusNeedsNodeField(t) => format!("For example: SELECT seqgen_set_template('{t}', 'SN{{yyyy}}{{MM}}{{dd}}{{node:3}}{{seq:6}}');"),

@@ -24,6 +24,9 @@ pub static MAX_KEYS_PER_ROLE: GucSetting<i32> = GucSetting::<i32>::new(1_000_000
 /// the catalog's guards otherwise keep from going down. Superuser-only, not shown.
 pub static REWINDING: GucSetting<bool> = GucSetting::<bool>::new(false);
 pub static CHANGING_TEMPLATE: GucSetting<bool> = GucSetting::<bool>::new(false);
+/// Random at every server start, read-only (`plumbing::node`: a Citus worker asks the host and
+/// port Citus lists for its group for this value, to know that the group is its own).
+pub static SERVER_TOKEN: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static ORDER_NO_OVERFLOW: GucSetting<Overflow> = GucSetting::<Overflow>::new(Overflow::Error);
 
 /// What `seqgen_order_no` does when a period's counter is full.
@@ -62,6 +65,9 @@ pub fn register(preloaded: bool) {
             GucContext::Postmaster,
             GucFlags::default(),
         );
+    }
+    if preloaded {
+        register_server_token();
     }
     if preloaded {
         GucRegistry::define_int_guc(
@@ -200,6 +206,38 @@ pub fn register(preloaded: bool) {
         GucContext::Userset,
         GucFlags::default(),
     );
+}
+
+/// `seqgen.server_token`: 32 hexadecimal digits drawn when the postmaster loads the library
+/// (every process of the server inherits them; no other server has them).
+fn register_server_token() {
+    GucRegistry::define_string_guc(
+        c"seqgen.server_token",
+        c"Random at every start of this server (read-only): tells this server apart from its copies.",
+        c"A Citus worker reads it through the host and port Citus lists for its group, to confirm the group is its own.",
+        &SERVER_TOKEN,
+        GucContext::Internal,
+        GucFlags::NO_RESET_ALL | GucFlags::DISALLOW_IN_FILE | GucFlags::DISALLOW_IN_AUTO_FILE,
+    );
+    let mut bytes = [0u8; 16];
+    if !unsafe { pgrx::pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
+        pgrx::error!("pg_seqgen: no random bytes for seqgen.server_token");
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let value = CString::new(hex).expect("hexadecimal digits");
+    unsafe {
+        pgrx::pg_sys::SetConfigOption(
+            c"seqgen.server_token".as_ptr(),
+            value.as_ptr(),
+            pgrx::pg_sys::GucContext::PGC_INTERNAL,
+            pgrx::pg_sys::GucSource::PGC_S_OVERRIDE,
+        );
+    }
+}
+
+/// This server's `seqgen.server_token` (empty when the library was not preloaded).
+pub fn server_token() -> String {
+    SERVER_TOKEN.get().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 fn register_snowflake(preloaded: bool) {

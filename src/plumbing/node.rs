@@ -22,7 +22,9 @@ use crate::plumbing::guc;
 use crate::plumbing::shmem::Header;
 use crate::plumbing::wait::wait_for;
 
-pub use crate::plumbing::shmem::{CITUS_NONE as NOT_CITUS, CITUS_NOT_MEMBER as NOT_MEMBER, CITUS_UNKNOWN as UNKNOWN};
+pub use crate::plumbing::shmem::{
+    CITUS_NONE as NOT_CITUS, CITUS_NOT_MEMBER as NOT_MEMBER, CITUS_UNCONFIRMED as UNCONFIRMED, CITUS_UNKNOWN as UNKNOWN,
+};
 
 /// Node bits a tag gets when it is created in a Citus database (256 groups: the coordinator
 /// and 255 workers added over the cluster's life).
@@ -69,7 +71,10 @@ pub fn applying<R>(f: impl FnOnce() -> R) -> R {
 /// Is the database of `h` a Citus worker (a member with a group other than the
 /// coordinator's)?
 pub fn is_citus_worker(h: &Header) -> bool {
-    citus_preloaded() && h.citus_group.load(Ordering::Acquire) > 0
+    citus_preloaded() && {
+        let g = h.citus_group.load(Ordering::Acquire);
+        g > 0 || g == UNCONFIRMED
+    }
 }
 
 /// Tags are defined on the coordinator: on a worker they are the coordinator's copy.
@@ -155,26 +160,130 @@ fn slow_id(h: &Header) -> Result<u32> {
         return Ok(guc::NODE_ID.get().max(0) as u32);
     }
     let seq = h.identity_seq.load(Ordering::Acquire);
+    let tried = h.sync_seq.load(Ordering::Acquire);
     h.identity_want.store(1, Ordering::Release);
     h.ring();
     let answer = wait_for(h, || {
         let g = h.citus_group.load(Ordering::Acquire);
-        if g >= 0 || g == NOT_CITUS || h.identity_seq.load(Ordering::Acquire) != seq {
+        if g >= 0 || g == NOT_CITUS {
             Some(g)
+        } else if g == UNCONFIRMED {
+            // a group being confirmed (a worker that just joined): wait for the sync
+            // process's try (a few milliseconds) rather than the allocator's next read
+            (h.sync_seq.load(Ordering::Acquire) != tried).then_some(g)
         } else {
-            None
+            (h.identity_seq.load(Ordering::Acquire) != seq).then_some(g)
         }
     });
     match answer {
         Some(g) if g >= 0 => Ok(g as u32),
         Some(NOT_CITUS) => Ok(guc::NODE_ID.get().max(0) as u32),
+        Some(UNCONFIRMED) => Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire))),
         Some(_) => Err(SeqgenError::NotInCluster),
         None => Err(SeqgenError::NotReady("this node's Citus group id (the allocator has not read it yet)".into())),
     }
 }
 
-/// The allocator's read of this node's Citus group, in the state `Header::citus_group` holds.
-pub fn read_group(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<i64> {
+/// The allocator's read of this node's Citus group: the group (or a negative state of
+/// `Header::citus_group`), and for a worker whether this server confirmed it as its own on
+/// its current WAL timeline ([`confirm`]).
+pub fn read_group(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<(i64, bool)> {
+    let g = read_group_only(c)?;
+    if g <= 0 {
+        return Ok((g, true));
+    }
+    Ok((g, confirmed_on(c, g)?))
+}
+
+/// The WAL timeline this server writes on (a promoted standby writes on a new one), None
+/// during recovery.
+fn timeline() -> Option<i64> {
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return None;
+    }
+    Some(unsafe { pg_sys::GetWALInsertionTimeLine() } as i64)
+}
+
+/// Is `g` recorded in `seqgen.citus_group_confirmed` with this server's timeline? (Not when
+/// the table is missing: an extension not updated yet confirms at every start.)
+fn confirmed_on(c: &pgrx::spi::SpiClient<'_>, g: i64) -> pgrx::spi::Result<bool> {
+    let Some(tl) = timeline() else { return Ok(false) };
+    let row = c.select("SELECT pg_catalog.to_regclass('seqgen.citus_group_confirmed') IS NOT NULL", Some(1), &[])?;
+    if row.first().get::<bool>(1)? != Some(true) {
+        return Ok(false);
+    }
+    let row = c.select(
+        "SELECT count(*) FROM seqgen.citus_group_confirmed \
+         WHERE groupid OPERATOR(pg_catalog.=) $1 AND timeline OPERATOR(pg_catalog.=) $2",
+        Some(1),
+        &[g.into(), tl.into()],
+    )?;
+    Ok(row.first().get::<i64>(1)? == Some(1))
+}
+
+/// Confirm that group `g` is this server's own: Citus lists an active primary (not a clone)
+/// for it, and that host and port answer with this server's `seqgen.server_token`. Recorded
+/// with the timeline, so that a restart needs no new confirmation but a copy of this server
+/// (a promoted standby: another timeline) does. `Err`: why not (it stays unconfirmed).
+/// Runs in the sync process (it connects over the network), never in the allocator.
+pub fn confirm(g: i64) -> std::result::Result<(), String> {
+    let Some(tl) = timeline() else { return Err("the server is in recovery".into()) };
+    let mine = guc::server_token();
+    if mine.is_empty() {
+        return Err("seqgen.server_token is not set".into());
+    }
+    pgrx::Spi::connect_mut(|c| {
+        let listed = c.select(
+            "SELECT n.nodename::pg_catalog.text, n.nodeport FROM pg_catalog.pg_dist_node n \
+             WHERE n.groupid OPERATOR(pg_catalog.=) $1::pg_catalog.int4 \
+               AND n.noderole OPERATOR(pg_catalog.=) 'primary' AND n.isactive \
+               AND NOT COALESCE((pg_catalog.to_jsonb(n) OPERATOR(pg_catalog.->>) 'nodeisclone')::pg_catalog.bool, false)",
+            Some(2),
+            &[g.into()],
+        )?;
+        let hosts: Vec<(String, i32)> = listed
+            .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<i32>(2)?.unwrap_or(0))))
+            .collect::<pgrx::spi::Result<_>>()?;
+        let [(host, port)] = hosts.as_slice() else {
+            return Ok(Err(format!("pg_dist_node lists {} active primaries for group {g}", hosts.len())));
+        };
+        let answer = c.select(
+            "SELECT r.success, r.result FROM pg_catalog.master_run_on_worker(\
+                 ARRAY[$1::pg_catalog.text], ARRAY[$2::pg_catalog.int4], \
+                 ARRAY['SHOW seqgen.server_token'::pg_catalog.text], false) r",
+            Some(1),
+            &[host.as_str().into(), (*port).into()],
+        )?;
+        let (ok, theirs) = match answer.first() {
+            r if !r.is_empty() => (r.get::<bool>(1)?.unwrap_or(false), r.get::<String>(2)?.unwrap_or_default()),
+            _ => (false, String::new()),
+        };
+        if !ok {
+            return Ok(Err(format!("{host}:{port}, which Citus lists for group {g}, did not answer: {theirs}")));
+        }
+        if theirs.trim() != mine {
+            return Ok(Err(format!("{host}:{port}, which Citus lists for group {g}, is another server")));
+        }
+        let table = c
+            .select("SELECT pg_catalog.to_regclass('seqgen.citus_group_confirmed') IS NOT NULL", Some(1), &[])?
+            .first()
+            .get::<bool>(1)?;
+        if table == Some(true) {
+            c.update("DELETE FROM seqgen.citus_group_confirmed", None, &[])?;
+            c.update(
+                "INSERT INTO seqgen.citus_group_confirmed (groupid, timeline, confirmed) \
+                 VALUES ($1, $2, pg_catalog.now())",
+                None,
+                &[g.into(), tl.into()],
+            )?;
+        }
+        Ok(Ok(()))
+    })
+    .unwrap_or_else(|e: pgrx::spi::Error| Err(e.to_string()))
+}
+
+/// The group Citus gives this server (`pg_dist_local_group`), or a negative state.
+fn read_group_only(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<i64> {
     if !citus_preloaded() {
         return Ok(NOT_CITUS);
     }
@@ -202,9 +311,35 @@ pub fn read_group(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<i64> {
     })
 }
 
-/// Publish a read of the group (the allocator), logging changes.
-pub fn publish_group(h: &Header, g: i64) {
+/// Publish a read of the group (the allocator), logging changes. A worker's group that this
+/// server has not confirmed as its own is published as [`UNCONFIRMED`] (its IDs refused) and
+/// the sync process asked to confirm it; one confirmed since the area was claimed stays.
+pub fn publish_group(h: &Header, (g, confirmed): (i64, bool)) {
+    let g = if g > 0 && !confirmed && h.citus_group.load(Ordering::Acquire) != g {
+        h.citus_candidate.store(g, Ordering::Release);
+        h.sync_want.store(1, Ordering::Release);
+        UNCONFIRMED
+    } else {
+        g
+    };
+    publish(h, g);
+}
+
+/// The sync process confirmed `g` ([`confirm`]): publish it unless the group read since is
+/// another.
+pub fn publish_confirmed(h: &Header, g: i64) {
+    if h.citus_group.load(Ordering::Acquire) == UNCONFIRMED && h.citus_candidate.load(Ordering::Acquire) == g {
+        publish(h, g);
+    }
+}
+
+fn publish(h: &Header, g: i64) {
     let before = h.citus_group.swap(g, Ordering::AcqRel);
+    if before >= 0 && g >= 0 && before != g {
+        // numbers this node's backends prepared with the old group (order numbers render it
+        // from their cache) are not served again
+        crate::plumbing::shmem::retire_all();
+    }
     if before != g && g > 0 {
         // joined (or moved) as a worker: read the coordinator's tags at once
         h.sync_want.store(1, Ordering::Release);
@@ -213,6 +348,13 @@ pub fn publish_group(h: &Header, g: i64) {
     if before != g && g != NOT_CITUS {
         if g >= 0 {
             pgrx::log!("pg_seqgen: this node's Citus group id is {g}; it is the node id of this database's IDs");
+        } else if g == UNCONFIRMED {
+            let c = h.citus_candidate.load(Ordering::Acquire);
+            pgrx::log!(
+                "pg_seqgen: this server reads Citus group id {c} but has not confirmed it as its own since it last \
+                 started on a new WAL timeline (a promoted standby or clone reads its primary's group); IDs that \
+                 carry a node id wait for the confirmation"
+            );
         } else {
             pgrx::warning!(
                 "pg_seqgen: this node is not in its Citus cluster's metadata; IDs that carry a node id are refused until it is"

@@ -131,6 +131,9 @@ pub const CITUS_NONE: i64 = -1;
 pub const CITUS_UNKNOWN: i64 = -2;
 /// `Header::citus_group`: Citus is installed, but `pg_dist_node` does not list this node.
 pub const CITUS_NOT_MEMBER: i64 = -3;
+/// `Header::citus_group`: a worker whose group ([`Header::citus_candidate`]) is not confirmed
+/// as its own yet (a promoted standby reads its primary's replicated group).
+pub const CITUS_UNCONFIRMED: i64 = -4;
 
 /// One database's allocator: its worker, mailboxes and tags.
 #[repr(C)]
@@ -179,8 +182,11 @@ pub struct Header {
     /// a backend's block of values claimed under an older value checks its slot again.
     pub retire_epoch: AtomicU64,
     /// This node's Citus group id (`plumbing::node`), or one of the negative states
-    /// [`CITUS_NONE`], [`CITUS_UNKNOWN`], [`CITUS_NOT_MEMBER`]. Written by the allocator.
+    /// [`CITUS_NONE`], [`CITUS_UNKNOWN`], [`CITUS_NOT_MEMBER`], [`CITUS_UNCONFIRMED`]. Written
+    /// by the allocator, and by the sync process that confirms a group.
     pub citus_group: AtomicI64,
+    /// The group a worker read while it is [`CITUS_UNCONFIRMED`].
+    pub citus_candidate: AtomicI64,
     /// A caller wants the group read now; bumped by the allocator after every read.
     pub identity_want: AtomicU32,
     pub identity_seq: AtomicU64,
@@ -764,6 +770,7 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         h.hold.store(hold, Ordering::Release);
         h.catalog_oid.store(0, Ordering::Release);
         h.citus_group.store(CITUS_UNKNOWN, Ordering::Release);
+        h.citus_candidate.store(CITUS_UNKNOWN, Ordering::Release);
         h.sync_ok_ms.store(0, Ordering::Release);
         h.sync_applied_ms.store(0, Ordering::Release);
         h.sync_pid.store(0, Ordering::Release);

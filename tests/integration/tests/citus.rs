@@ -1334,3 +1334,132 @@ fn citus_definitions_converge_tag_by_tag() {
     drop(f);
     cl.assert_no_repeats();
 }
+
+/// Issue 30, item 2: Citus 13.2 splits a worker with `citus_add_clone_node` and
+/// `citus_promote_clone_and_rebalance`: the clone is promoted (`pg_promote`) before the
+/// coordinator gives it a group of its own, and until that commits it reads its primary's
+/// replicated group. A session on the clone draws every 10 ms through the split while worker
+/// 2 draws on: no value of any generator may be issued by both, and the clone must draw with
+/// its new group once the split is done.
+#[test]
+fn citus_split_clone_never_repeats() {
+    if !citus_here() {
+        return;
+    }
+    let cl = Citus::start(56380);
+    let w2 = cl.workers[1].port;
+    const DRAW: &str = "SELECT seqgen_next('order'), seqgen_snowflake(), seqgen_order_no('inv')";
+    type Drawn = Vec<(i64, i64, String)>;
+    let draw_on = |port: u16, stop: Arc<AtomicBool>, every: Duration| {
+        std::thread::spawn(move || {
+            let mut got: Drawn = vec![];
+            let mut errors: Vec<String> = vec![];
+            let mut c: Option<Client> = None;
+            while !stop.load(Ordering::Relaxed) {
+                if c.as_ref().is_none_or(|c| c.is_closed()) {
+                    c = Client::connect(&format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"), NoTls)
+                        .ok();
+                }
+                if let Some(s) = c.as_mut() {
+                    match s.query_one(DRAW, &[]) {
+                        Ok(r) => got.push((r.get(0), r.get(1), r.get(2))),
+                        Err(e) => errors.push(sqlstate(&e).unwrap_or_else(|| e.to_string())),
+                    }
+                }
+                std::thread::sleep(every);
+            }
+            (got, errors)
+        })
+    };
+    // worker 2 has drawn before it is cloned
+    let mut early: Drawn = vec![];
+    let mut c2 = tcp(w2);
+    for _ in 0..5 {
+        let r = c2.query_one(DRAW, &[]).unwrap();
+        early.push((r.get(0), r.get(1), r.get(2)));
+    }
+    let clone = cl.workers[1].standby("citus56380_w2_clone", 56384);
+    // Citus finds its clone in pg_stat_replication by address: stream over TCP
+    let auto = format!("{}/postgresql.auto.conf", clone.data());
+    let conf = std::fs::read_to_string(&auto).unwrap();
+    let conf: String = conf.lines().filter(|l| !l.starts_with("primary_conninfo")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(
+        &auto,
+        format!("{conf}primary_conninfo = 'host=127.0.0.1 port={w2} user=postgres application_name=127.0.0.1'\n"),
+    )
+    .unwrap();
+    clone.stop("fast");
+    clone.start();
+    let streaming = recovery_time(Duration::from_secs(30), || {
+        cl.workers[1]
+            .one_i64("SELECT count(*) FROM pg_stat_replication WHERE client_addr = '127.0.0.1' AND state = 'streaming'")
+            > 0
+    });
+    println!("the clone streams from worker 2 over TCP after {streaming:?}");
+    let clone_id: i32 = cl
+        .coord
+        .connect()
+        .query_one(&format!("SELECT citus_add_clone_node('127.0.0.1', {}, '127.0.0.1', {w2})", clone.port), &[])
+        .unwrap()
+        .get(0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let on_clone = draw_on(clone.port, stop.clone(), Duration::from_millis(10));
+    let on_w2 = draw_on(w2, stop.clone(), Duration::from_millis(1));
+    std::thread::sleep(Duration::from_millis(500));
+    let (took, r) =
+        timed(|| cl.coord.connect().batch_execute(&format!("SELECT citus_promote_clone_and_rebalance({clone_id})")));
+    r.unwrap();
+    println!("citus_promote_clone_and_rebalance took {took:?}");
+    // the clone draws with a group of its own once the split is done
+    let group: i32 = tcp(clone.port).query_one("SELECT groupid FROM pg_dist_local_group", &[]).unwrap().get(0);
+    let back = recovery_time(Duration::from_secs(30), || {
+        tcp(clone.port)
+            .query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[])
+            .is_ok_and(|r| r.get::<_, i32>(0) == group)
+    });
+    println!("the clone (now group {group}) draws with its group {back:?} after the split");
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    let (from_clone, clone_errors) = on_clone.join().unwrap();
+    let (from_w2, w2_errors) = on_w2.join().unwrap();
+    let mut kinds = clone_errors.clone();
+    kinds.sort();
+    kinds.dedup();
+    println!(
+        "worker 2 drew {} times ({} errors), the clone {} times ({} errors: {:?})",
+        from_w2.len() + early.len(),
+        w2_errors.len(),
+        from_clone.len(),
+        clone_errors.len(),
+        kinds
+    );
+    assert!(
+        w2_errors.is_empty(),
+        "worker 2 failed to draw during the split: {:?}",
+        &w2_errors[..w2_errors.len().min(5)]
+    );
+    // a standby refuses writes (25006); promoted, the clone refuses until its group is its own
+    assert!(kinds.iter().all(|k| k == "25006" || k == "55000"), "the clone failed otherwise: {kinds:?}");
+    assert!(!from_clone.is_empty(), "the clone never drew");
+    let all: Vec<&(i64, i64, String)> = early.iter().chain(&from_w2).chain(&from_clone).collect();
+    let twice = |v: Vec<String>| {
+        let n = v.len();
+        let mut v = v;
+        v.sort();
+        v.dedup();
+        n - v.len()
+    };
+    let (seg, sf, ord) = (
+        twice(all.iter().map(|t| t.0.to_string()).collect()),
+        twice(all.iter().map(|t| t.1.to_string()).collect()),
+        twice(all.iter().map(|t| t.2.clone()).collect()),
+    );
+    println!("issued twice: {seg} segment IDs, {sf} snowflakes, {ord} order numbers");
+    println!(
+        "the clone's first and last: {:?} {:?}; worker 2's last: {:?}",
+        from_clone.first(),
+        from_clone.last(),
+        from_w2.last()
+    );
+    assert_eq!((seg, sf, ord), (0, 0, 0), "values issued by both worker 2 and its clone");
+}
