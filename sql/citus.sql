@@ -84,12 +84,14 @@ COMMENT ON TABLE seqgen.definitions_refused IS 'pg_seqgen: changes of the Citus 
 REVOKE ALL ON TABLE seqgen.definitions_refused FROM PUBLIC;
 
 -- On a Citus worker: the group this server confirmed as its own (through the host and port
--- Citus lists for it) and the WAL timeline it was on. A copy of the server (a promoted
--- standby, a Citus clone) inherits the row on another timeline, so it confirms again before
+-- Citus lists for it), the WAL timeline it was on and where it ran (host name, port, data
+-- directory). A copy of the server (a promoted standby or Citus clone: another timeline; a
+-- snapshot started elsewhere) inherits the row but not its match, so it confirms again before
 -- it numbers with a group. Not dumped: it is this server's state.
 CREATE TABLE seqgen.citus_group_confirmed (
     groupid pg_catalog.int8 NOT NULL,
     timeline pg_catalog.int8 NOT NULL,
+    server pg_catalog.text NOT NULL,
     confirmed pg_catalog.timestamptz NOT NULL
 );
 COMMENT ON TABLE seqgen.citus_group_confirmed IS 'pg_seqgen: the Citus group this server confirmed as its own, and on which WAL timeline';

@@ -99,8 +99,7 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
         set_option(c"lock_timeout", &std::ffi::CString::new(LOCK_TIMEOUT_MS.to_string()).unwrap());
         set_option(c"citus.node_connection_timeout", &std::ffi::CString::new(CONNECT_TIMEOUT_MS.to_string()).unwrap());
     }
-    if h.citus_group.load(Ordering::Acquire) == node::UNCONFIRMED {
-        confirm_group(h);
+    if h.citus_group.load(Ordering::Acquire) == node::UNCONFIRMED && !confirm_group(h) {
         h.sync_seq.fetch_add(1, Ordering::AcqRel);
         h.sync_pid.store(0, Ordering::Release);
         h.broadcast();
@@ -156,23 +155,27 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
 }
 
 /// This server reads a group it has not confirmed as its own (`plumbing::node::confirm`): try
-/// to, and publish it when it is. The refusal is logged once per group and reason.
-fn confirm_group(h: &Header) {
+/// to, and publish it when it is (then the definitions are read in the same run: a caller
+/// waits for both). A failure is logged once until a confirmation succeeds.
+fn confirm_group(h: &Header) -> bool {
     let g = h.citus_candidate.load(Ordering::Acquire);
     let outcome =
         crate::background::process::in_transaction_logged(None, std::panic::AssertUnwindSafe(|| node::confirm(g)));
     match outcome {
         Ok(Ok(())) => {
+            h.confirm_failing.store(0, Ordering::Release);
             log!("pg_seqgen sync: Citus group {g} is confirmed as this server's own");
             node::publish_confirmed(h, g);
+            h.citus_group.load(Ordering::Acquire) == g
         }
         Ok(Err(why)) | Err(crate::background::process::JobError { msg: why, .. }) => {
-            if h.sync_failing.swap(1, Ordering::AcqRel) == 0 {
+            if h.confirm_failing.swap(1, Ordering::AcqRel) == 0 {
                 warning!(
                     "pg_seqgen sync: this server reads Citus group {g} but cannot confirm it as its own ({why}); \
                      IDs that carry a node id are refused until it can (tried again every {PERIOD_MS} ms)"
                 );
             }
+            false
         }
     }
 }

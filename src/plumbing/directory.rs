@@ -648,7 +648,7 @@ fn load(h: &'static Header, tag: &str) -> Result<Resolved> {
         })
     };
     let mut reply = ask()?;
-    if reply.code == code::UNKNOWN_TAG && crate::plumbing::node::sync_now(h) {
+    if reply.code == code::UNKNOWN_TAG && crate::plumbing::node::sync_now(h)? {
         // a Citus worker that had not read the coordinator's definitions since the tag was made
         reply = ask()?;
     }

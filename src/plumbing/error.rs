@@ -63,7 +63,7 @@ pub enum SeqgenError {
     Snowflake53Node(u32),
     #[error("this node is not in its Citus cluster's metadata (pg_dist_node does not list its group), so it has no node id to number with")]
     NotInCluster,
-    #[error("this server has not confirmed Citus group {0} as its own since it started on a new WAL timeline")]
+    #[error("this server has not confirmed Citus group {0} as its own yet")]
     GroupNotConfirmed(i64),
     #[error("{0} is not known yet")]
     NotReady(String),

@@ -90,16 +90,21 @@ pub fn refuse_definitions_on_worker(h: &Header) -> Result<()> {
 
 /// On a Citus worker, a tag not found here may have been created on the coordinator since
 /// the last read of its definitions: ask the allocator to read them now and wait for that
-/// (bounded by the call's deadline). `true` when a read was made (look again).
+/// (bounded by the call's deadline). `true` when a read was made (look again); an error when
+/// the node could not read them because its group is not confirmed as its own.
 #[cold]
-pub fn sync_now(h: &Header) -> bool {
+pub fn sync_now(h: &Header) -> Result<bool> {
     if !is_citus_worker(h) {
-        return false;
+        return Ok(false);
     }
     let seq = h.sync_seq.load(Ordering::Acquire);
     h.sync_want.store(1, Ordering::Release);
     h.ring();
-    wait_for(h, || (h.sync_seq.load(Ordering::Acquire) != seq).then_some(())).is_some()
+    let read = wait_for(h, || (h.sync_seq.load(Ordering::Acquire) != seq).then_some(())).is_some();
+    if read && h.citus_group.load(Ordering::Acquire) == UNCONFIRMED {
+        return Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire)));
+    }
+    Ok(read)
 }
 
 /// Is Citus preloaded on this server?
@@ -180,19 +185,45 @@ fn slow_id(h: &Header) -> Result<u32> {
         Some(NOT_CITUS) => Ok(guc::NODE_ID.get().max(0) as u32),
         Some(UNCONFIRMED) => Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire))),
         Some(_) => Err(SeqgenError::NotInCluster),
+        None if h.citus_group.load(Ordering::Acquire) == UNCONFIRMED => {
+            Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire)))
+        }
         None => Err(SeqgenError::NotReady("this node's Citus group id (the allocator has not read it yet)".into())),
     }
 }
 
-/// The allocator's read of this node's Citus group: the group (or a negative state of
-/// `Header::citus_group`), and for a worker whether this server confirmed it as its own on
-/// its current WAL timeline ([`confirm`]).
-pub fn read_group(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<(i64, bool)> {
-    let g = read_group_only(c)?;
-    if g <= 0 {
-        return Ok((g, true));
+/// The allocator's read of this node's Citus group.
+pub struct GroupRead {
+    /// The group, or a negative state of `Header::citus_group`.
+    pub group: i64,
+    /// For a worker: this server confirmed the group as its own here ([`confirm`]).
+    pub confirmed: bool,
+    /// For an unconfirmed group: a hash of what `pg_dist_node` lists for it (a failover's
+    /// `citus_update_node` changes it: the confirmation is tried again at once).
+    pub listing: i64,
+}
+
+/// Read this node's Citus group (the allocator, once a second and when a caller asks).
+pub fn read_group(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<GroupRead> {
+    let group = read_group_only(c)?;
+    if group <= 0 {
+        return Ok(GroupRead { group, confirmed: true, listing: 0 });
     }
-    Ok((g, confirmed_on(c, g)?))
+    if confirmed_on(c, group)? {
+        return Ok(GroupRead { group, confirmed: true, listing: 0 });
+    }
+    let listing = c
+        .select(
+            "SELECT pg_catalog.hashtext(COALESCE(pg_catalog.string_agg(pg_catalog.concat_ws(':', n.nodeid, n.nodename, \
+                    n.nodeport, n.noderole, n.isactive), ' ' ORDER BY n.nodeid), ''))::pg_catalog.int8 \
+             FROM pg_catalog.pg_dist_node n WHERE n.groupid OPERATOR(pg_catalog.=) $1::pg_catalog.int4",
+            Some(1),
+            &[group.into()],
+        )?
+        .first()
+        .get::<i64>(1)?
+        .unwrap_or(0);
+    Ok(GroupRead { group, confirmed: false, listing })
 }
 
 /// The WAL timeline this server writes on (a promoted standby writes on a new one), None
@@ -204,8 +235,28 @@ fn timeline() -> Option<i64> {
     Some(unsafe { pg_sys::GetWALInsertionTimeLine() } as i64)
 }
 
-/// Is `g` recorded in `seqgen.citus_group_confirmed` with this server's timeline? (Not when
-/// the table is missing: an extension not updated yet confirms at every start.)
+/// Where this server runs: host name, port and data directory. A copy that stays on its
+/// original's timeline (a disk snapshot, a base backup started without recovery) runs
+/// elsewhere, so it confirms again.
+fn this_server() -> String {
+    let mut buf = [0u8; 256];
+    let host = if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        String::new()
+    };
+    let dir = unsafe { pg_sys::DataDir };
+    let dir = if dir.is_null() {
+        String::new()
+    } else {
+        unsafe { std::ffi::CStr::from_ptr(dir) }.to_string_lossy().into_owned()
+    };
+    format!("{host}:{}:{dir}", unsafe { pg_sys::PostPortNumber })
+}
+
+/// Is `g` recorded in `seqgen.citus_group_confirmed` with this server's timeline and place?
+/// (Not when the table is missing: an extension not updated yet confirms at every start.)
 fn confirmed_on(c: &pgrx::spi::SpiClient<'_>, g: i64) -> pgrx::spi::Result<bool> {
     let Some(tl) = timeline() else { return Ok(false) };
     let row = c.select("SELECT pg_catalog.to_regclass('seqgen.citus_group_confirmed') IS NOT NULL", Some(1), &[])?;
@@ -214,17 +265,19 @@ fn confirmed_on(c: &pgrx::spi::SpiClient<'_>, g: i64) -> pgrx::spi::Result<bool>
     }
     let row = c.select(
         "SELECT count(*) FROM seqgen.citus_group_confirmed \
-         WHERE groupid OPERATOR(pg_catalog.=) $1 AND timeline OPERATOR(pg_catalog.=) $2",
+         WHERE groupid OPERATOR(pg_catalog.=) $1 AND timeline OPERATOR(pg_catalog.=) $2 \
+           AND server OPERATOR(pg_catalog.=) $3",
         Some(1),
-        &[g.into(), tl.into()],
+        &[g.into(), tl.into(), this_server().into()],
     )?;
     Ok(row.first().get::<i64>(1)? == Some(1))
 }
 
 /// Confirm that group `g` is this server's own: Citus lists an active primary (not a clone)
 /// for it, and that host and port answer with this server's `seqgen.server_token`. Recorded
-/// with the timeline, so that a restart needs no new confirmation but a copy of this server
-/// (a promoted standby: another timeline) does. `Err`: why not (it stays unconfirmed).
+/// with the timeline and where this server runs, so that a restart needs no new confirmation
+/// but a copy of this server (a promoted standby: another timeline; a snapshot started
+/// elsewhere) does. `Err`: why not (it stays unconfirmed).
 /// Runs in the sync process (it connects over the network), never in the allocator.
 pub fn confirm(g: i64) -> std::result::Result<(), String> {
     let Some(tl) = timeline() else { return Err("the server is in recovery".into()) };
@@ -271,10 +324,10 @@ pub fn confirm(g: i64) -> std::result::Result<(), String> {
         if table == Some(true) {
             c.update("DELETE FROM seqgen.citus_group_confirmed", None, &[])?;
             c.update(
-                "INSERT INTO seqgen.citus_group_confirmed (groupid, timeline, confirmed) \
-                 VALUES ($1, $2, pg_catalog.now())",
+                "INSERT INTO seqgen.citus_group_confirmed (groupid, timeline, server, confirmed) \
+                 VALUES ($1, $2, $3, pg_catalog.now())",
                 None,
-                &[g.into(), tl.into()],
+                &[g.into(), tl.into(), this_server().into()],
             )?;
         }
         Ok(Ok(()))
@@ -314,10 +367,17 @@ fn read_group_only(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<i64> {
 /// Publish a read of the group (the allocator), logging changes. A worker's group that this
 /// server has not confirmed as its own is published as [`UNCONFIRMED`] (its IDs refused) and
 /// the sync process asked to confirm it; one confirmed since the area was claimed stays.
-pub fn publish_group(h: &Header, (g, confirmed): (i64, bool)) {
-    let g = if g > 0 && !confirmed && h.citus_group.load(Ordering::Acquire) != g {
-        h.citus_candidate.store(g, Ordering::Release);
-        h.sync_want.store(1, Ordering::Release);
+pub fn publish_group(h: &Header, read: GroupRead) {
+    let GroupRead { group: g, confirmed, listing } = read;
+    let now = h.citus_group.load(Ordering::Acquire);
+    let g = if g > 0 && !confirmed && now != g {
+        let candidate = h.citus_candidate.swap(g, Ordering::AcqRel);
+        if now != UNCONFIRMED || candidate != g || h.citus_listing.swap(listing, Ordering::AcqRel) != listing {
+            // a new group to confirm, or a new listing of it: try at once (later tries every
+            // sync period)
+            h.citus_listing.store(listing, Ordering::Release);
+            h.sync_want.store(1, Ordering::Release);
+        }
         UNCONFIRMED
     } else {
         g
@@ -328,16 +388,30 @@ pub fn publish_group(h: &Header, (g, confirmed): (i64, bool)) {
 /// The sync process confirmed `g` ([`confirm`]): publish it unless the group read since is
 /// another.
 pub fn publish_confirmed(h: &Header, g: i64) {
-    if h.citus_group.load(Ordering::Acquire) == UNCONFIRMED && h.citus_candidate.load(Ordering::Acquire) == g {
-        publish(h, g);
+    // only over the state the confirmation began in: the allocator may have read another
+    // group (or none) meanwhile
+    if h.citus_candidate.load(Ordering::Acquire) == g
+        && h.citus_group.compare_exchange(UNCONFIRMED, g, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    {
+        if h.citus_candidate.load(Ordering::Acquire) != g {
+            // the allocator read another group between the two loads: not confirmed after all
+            let _ = h.citus_group.compare_exchange(g, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire);
+        }
+        announce(h, UNCONFIRMED, h.citus_group.load(Ordering::Acquire));
     }
 }
 
 fn publish(h: &Header, g: i64) {
     let before = h.citus_group.swap(g, Ordering::AcqRel);
-    if before >= 0 && g >= 0 && before != g {
-        // numbers this node's backends prepared with the old group (order numbers render it
-        // from their cache) are not served again
+    announce(h, before, g);
+}
+
+/// After the group went from `before` to `g`: retire what was prepared with the old group,
+/// wake the waiters, log.
+fn announce(h: &Header, before: i64, g: i64) {
+    if before >= 0 && before != g {
+        // blocks and numbers this node's backends prepared with a group that is no longer
+        // its (order numbers render it from their cache) are not served again
         crate::plumbing::shmem::retire_all();
     }
     if before != g && g > 0 {
@@ -351,9 +425,9 @@ fn publish(h: &Header, g: i64) {
         } else if g == UNCONFIRMED {
             let c = h.citus_candidate.load(Ordering::Acquire);
             pgrx::log!(
-                "pg_seqgen: this server reads Citus group id {c} but has not confirmed it as its own since it last \
-                 started on a new WAL timeline (a promoted standby or clone reads its primary's group); IDs that \
-                 carry a node id wait for the confirmation"
+                "pg_seqgen: this server reads Citus group id {c} but has not confirmed it as its own yet (a worker \
+                 that joins confirms once, and so does a copy of one: a promoted standby or clone reads its \
+                 primary's group); IDs that carry a node id wait for the confirmation"
             );
         } else {
             pgrx::warning!(

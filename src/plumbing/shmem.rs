@@ -185,8 +185,10 @@ pub struct Header {
     /// [`CITUS_NONE`], [`CITUS_UNKNOWN`], [`CITUS_NOT_MEMBER`], [`CITUS_UNCONFIRMED`]. Written
     /// by the allocator, and by the sync process that confirms a group.
     pub citus_group: AtomicI64,
-    /// The group a worker read while it is [`CITUS_UNCONFIRMED`].
+    /// The group a worker read while it is [`CITUS_UNCONFIRMED`], and a hash of what
+    /// `pg_dist_node` lists for it.
     pub citus_candidate: AtomicI64,
+    pub citus_listing: AtomicI64,
     /// A caller wants the group read now; bumped by the allocator after every read.
     pub identity_want: AtomicU32,
     pub identity_seq: AtomicU64,
@@ -206,6 +208,8 @@ pub struct Header {
     pub sync_known_oid: AtomicU64,
     pub sync_known_version: AtomicI64,
     pub sync_failing: AtomicU32,
+    /// A confirmation of the group failed (and was logged) since the last that succeeded.
+    pub confirm_failing: AtomicU32,
     pub dir_lock: AtomicPtr<pg_sys::LWLock>,
     cv: UnsafeCell<pg_sys::ConditionVariable>,
     /// Bumped by every request so the worker knows there is work without scanning.
@@ -777,6 +781,7 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         h.sync_known_oid.store(0, Ordering::Release);
         h.sync_known_version.store(0, Ordering::Release);
         h.sync_failing.store(0, Ordering::Release);
+        h.confirm_failing.store(0, Ordering::Release);
         h.worker_status.store(WorkerStatus::NotStarted as u32, Ordering::Release);
         h.snowflake.reset();
         h.uuid.reset();

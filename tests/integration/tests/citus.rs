@@ -722,8 +722,12 @@ fn citus_fuzz(seed: u64, steps: usize) {
     use std::collections::{BTreeSet, HashMap, HashSet};
     let mut rng = StdRng::seed_from_u64(seed);
     let cl = Citus::start(56350);
-    let ports = cl.ports();
-    let nodes: Vec<&Cluster> = std::iter::once(&cl.coord).chain(cl.workers.iter()).collect();
+    // a clone of worker 2, once it has been split off (issue 30, item 2): a fourth node
+    let split: std::cell::OnceCell<Cluster> = std::cell::OnceCell::new();
+    let mut ports = cl.ports();
+    let mut nodes: Vec<&Cluster> = std::iter::once(&cl.coord).chain(cl.workers.iter()).collect();
+    // each node's Citus group
+    let mut groups: Vec<usize> = vec![0, 1, 2];
     let mut down: HashSet<usize> = HashSet::new();
     let mut tags: BTreeSet<String> = ["order".to_string(), "inv".to_string()].into();
     let mut templated: HashSet<String> = ["inv".to_string()].into();
@@ -759,13 +763,13 @@ fn citus_fuzz(seed: u64, steps: usize) {
     // `bound_read` since a change has read the definitions since (every 2 s, each read well
     // under a second here)
     let bound_read = Duration::from_secs(10);
-    let mut disturbed = [Instant::now(); 3];
+    let mut disturbed = vec![Instant::now(); 3];
     let mut model_checks = (0usize, 0usize);
     // what a caller may be told: the tag is not (yet, or no longer) there, it has no template,
     // its node is stopping or starting, a bounded wait ran out; and the connection going away
     let allowed = ["42704", "55000", "57P01", "57P03", "55P03", "08006", "08001", "XX000"];
     for step in 0..steps {
-        let live: Vec<usize> = (0..3).filter(|i| !down.contains(i)).collect();
+        let live: Vec<usize> = (0..nodes.len()).filter(|i| !down.contains(i)).collect();
         let roll = rng.random_range(0..100);
         let what: &'static str;
         if roll < 55 && !live.is_empty() {
@@ -914,13 +918,17 @@ fn citus_fuzz(seed: u64, steps: usize) {
                         }
                         "node" => assert_eq!(
                             vals,
-                            vec![n.to_string()],
+                            vec![groups[n].to_string()],
                             "step {step} (seed {seed}): seqgen_node() on port {} is not its Citus group",
                             ports[n]
                         ),
                         "cluster_nodes" => {
                             // one row per node; the nodes that answer, each with its own group
-                            assert_eq!(vals.len(), 3, "step {step} (seed {seed}): seqgen_cluster_nodes(): {vals:?}");
+                            assert_eq!(
+                                vals.len(),
+                                nodes.len(),
+                                "step {step} (seed {seed}): seqgen_cluster_nodes(): {vals:?}"
+                            );
                             let up: Vec<&String> = vals.iter().filter(|v| *v != "down").collect();
                             let distinct: HashSet<&&String> = up.iter().collect();
                             assert_eq!(
@@ -931,7 +939,7 @@ fn citus_fuzz(seed: u64, steps: usize) {
                             for v in &up {
                                 let g: usize = v.parse().unwrap();
                                 assert!(
-                                    g < 3 && !down.contains(&g),
+                                    groups.iter().position(|x| *x == g).is_some_and(|i| !down.contains(&i)),
                                     "step {step} (seed {seed}): seqgen_cluster_nodes(): {vals:?}"
                                 );
                             }
@@ -1049,9 +1057,47 @@ fn citus_fuzz(seed: u64, steps: usize) {
                     );
                 }
             }
+        } else if roll < 84 && split.get().is_none() && down.is_empty() && rng.random_range(0..8) == 0 {
+            // worker 2 split: a clone added and promoted with its own group, while a session on
+            // it draws every 10 ms (before its new group commits it reads worker 2's)
+            let (clone, id) = clone_of(&cl.coord, &cl.workers[1], "citus56350_w2_clone", 56354);
+            let tag = tags.iter().next().cloned().unwrap_or_default();
+            let stop = Arc::new(AtomicBool::new(false));
+            let sql = format!("SELECT seqgen_snowflake()::text, seqgen_next('{tag}')::text");
+            let drawer = draw_on(clone.port, sql.clone(), stop.clone(), Duration::from_millis(10));
+            // and worker 2 draws on meanwhile
+            let primary = draw_on(cl.workers[1].port, sql, stop.clone(), Duration::from_millis(2));
+            let (took, back, group) = split_off(&cl.coord, id, clone.port);
+            stop.store(true, Ordering::Relaxed);
+            let d = drawer.join().unwrap();
+            let p = primary.join().unwrap();
+            println!(
+                "step {step} (seed {seed}): worker 2 split in {took:?}; its clone drew with group {group} {back:?} after, {} draws during the split ({:?} failed), worker 2 {} ({:?} failed)",
+                d.rows.len(),
+                d.errors,
+                p.rows.len(),
+                p.errors
+            );
+            assert!(p.errors.is_empty(), "step {step} (seed {seed}): worker 2 failed during the split: {:?}", p.errors);
+            for r in d.rows.iter().chain(&p.rows) {
+                sf.add([r[0].parse::<i64>().unwrap()]);
+                seg.entry(tag.clone()).or_default().add([r[1].parse::<i64>().unwrap()]);
+            }
+            assert!(
+                d.errors.iter().all(|e| e == "25006" || allowed.contains(&e.as_str())),
+                "step {step} (seed {seed}): the clone failed otherwise: {:?}",
+                d.errors
+            );
+            let _ = split.set(clone);
+            nodes.push(split.get().unwrap());
+            ports.push(56354);
+            groups.push(group as usize);
+            disturbed.push(Instant::now());
+            what = "split worker 2";
+            *events.entry(what).or_default() += 1;
         } else if roll < 84 {
             // a server event
-            let i = rng.random_range(0..3);
+            let i = rng.random_range(0..nodes.len());
             match (rng.random_range(0..3), down.contains(&i)) {
                 (_, true) => {
                     nodes[i].start();
@@ -1180,7 +1226,7 @@ fn citus_fuzz(seed: u64, steps: usize) {
             })
             .collect();
         *last = format!("{missed:?}; refused: {r:?}; grants per node: {grants:?}");
-        unexpected.is_empty() && same && grants.len() == 3
+        unexpected.is_empty() && same && grants.len() == nodes.len()
     };
     let t = Instant::now();
     while !converged(&mut c, &mut last) {
@@ -1335,6 +1381,88 @@ fn citus_definitions_converge_tag_by_tag() {
     cl.assert_no_repeats();
 }
 
+/// One session on `port` runs `sql` (columns of text) every `every` until `stop`,
+/// reconnecting as needed: the rows it got, and the SQLSTATEs of its failures.
+fn draw_on(port: u16, sql: String, stop: Arc<AtomicBool>, every: Duration) -> std::thread::JoinHandle<Drawn> {
+    std::thread::spawn(move || {
+        let mut d = Drawn::default();
+        let mut c: Option<Client> = None;
+        while !stop.load(Ordering::Relaxed) {
+            if c.as_ref().is_none_or(|c| c.is_closed()) {
+                c = Client::connect(&format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"), NoTls).ok();
+            }
+            if let Some(s) = c.as_mut() {
+                match s.query_one(&sql, &[]) {
+                    Ok(r) => d.rows.push((0..r.len()).map(|i| r.get::<_, String>(i)).collect()),
+                    Err(e) => d.errors.push(sqlstate(&e).unwrap_or_else(|| e.to_string())),
+                }
+            }
+            std::thread::sleep(every);
+        }
+        d
+    })
+}
+
+#[derive(Default)]
+struct Drawn {
+    rows: Vec<Vec<String>>,
+    errors: Vec<String>,
+}
+
+/// A streaming clone of `worker` on `port`, registered with `citus_add_clone_node`: its
+/// cluster and its Citus node id.
+fn clone_of(coord: &Cluster, worker: &Cluster, name: &str, port: u16) -> (Cluster, i32) {
+    let clone = worker.standby(name, port);
+    // Citus finds its clone in pg_stat_replication by address: stream over TCP
+    let auto = format!("{}/postgresql.auto.conf", clone.data());
+    let conf = std::fs::read_to_string(&auto).unwrap();
+    let conf: String = conf.lines().filter(|l| !l.starts_with("primary_conninfo")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(
+        &auto,
+        format!(
+            "{conf}primary_conninfo = 'host=127.0.0.1 port={} user=postgres application_name=127.0.0.1'\n",
+            worker.port
+        ),
+    )
+    .unwrap();
+    clone.stop("fast");
+    clone.start();
+    recovery_time(Duration::from_secs(30), || {
+        worker
+            .one_i64("SELECT count(*) FROM pg_stat_replication WHERE client_addr = '127.0.0.1' AND state = 'streaming'")
+            > 0
+    });
+    let id: i32 = coord
+        .connect()
+        .query_one(&format!("SELECT citus_add_clone_node('127.0.0.1', {port}, '127.0.0.1', {})", worker.port), &[])
+        .unwrap()
+        .get(0);
+    (clone, id)
+}
+
+/// `citus_promote_clone_and_rebalance` of clone `id` on `port`: how long it took, and how
+/// long after it the clone drew a snowflake with its new group (which it returns).
+fn split_off(coord: &Cluster, id: i32, port: u16) -> (Duration, Duration, i32) {
+    let (took, r) = timed(|| coord.connect().batch_execute(&format!("SELECT citus_promote_clone_and_rebalance({id})")));
+    r.unwrap();
+    let group: i32 = tcp(port).query_one("SELECT groupid FROM pg_dist_local_group", &[]).unwrap().get(0);
+    let back = recovery_time(Duration::from_secs(30), || {
+        tcp(port)
+            .query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[])
+            .is_ok_and(|r| r.get::<_, i32>(0) == group)
+    });
+    (took, back, group)
+}
+
+/// How many values of `column` occur more than once in `rows`.
+fn issued_twice<'a>(rows: impl Iterator<Item = &'a Vec<String>>, column: usize) -> usize {
+    let mut v: Vec<&String> = rows.map(|r| &r[column]).collect();
+    let n = v.len();
+    v.sort();
+    v.dedup();
+    n - v.len()
+}
+
 /// Issue 30, item 2: Citus 13.2 splits a worker with `citus_add_clone_node` and
 /// `citus_promote_clone_and_rebalance`: the clone is promoted (`pg_promote`) before the
 /// coordinator gives it a group of its own, and until that commits it reads its primary's
@@ -1348,118 +1476,49 @@ fn citus_split_clone_never_repeats() {
     }
     let cl = Citus::start(56380);
     let w2 = cl.workers[1].port;
-    const DRAW: &str = "SELECT seqgen_next('order'), seqgen_snowflake(), seqgen_order_no('inv')";
-    type Drawn = Vec<(i64, i64, String)>;
-    let draw_on = |port: u16, stop: Arc<AtomicBool>, every: Duration| {
-        std::thread::spawn(move || {
-            let mut got: Drawn = vec![];
-            let mut errors: Vec<String> = vec![];
-            let mut c: Option<Client> = None;
-            while !stop.load(Ordering::Relaxed) {
-                if c.as_ref().is_none_or(|c| c.is_closed()) {
-                    c = Client::connect(&format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"), NoTls)
-                        .ok();
-                }
-                if let Some(s) = c.as_mut() {
-                    match s.query_one(DRAW, &[]) {
-                        Ok(r) => got.push((r.get(0), r.get(1), r.get(2))),
-                        Err(e) => errors.push(sqlstate(&e).unwrap_or_else(|| e.to_string())),
-                    }
-                }
-                std::thread::sleep(every);
-            }
-            (got, errors)
-        })
-    };
+    const DRAW: &str = "SELECT seqgen_next('order')::text, seqgen_snowflake()::text, seqgen_order_no('inv')";
     // worker 2 has drawn before it is cloned
-    let mut early: Drawn = vec![];
     let mut c2 = tcp(w2);
-    for _ in 0..5 {
-        let r = c2.query_one(DRAW, &[]).unwrap();
-        early.push((r.get(0), r.get(1), r.get(2)));
-    }
-    let clone = cl.workers[1].standby("citus56380_w2_clone", 56384);
-    // Citus finds its clone in pg_stat_replication by address: stream over TCP
-    let auto = format!("{}/postgresql.auto.conf", clone.data());
-    let conf = std::fs::read_to_string(&auto).unwrap();
-    let conf: String = conf.lines().filter(|l| !l.starts_with("primary_conninfo")).map(|l| format!("{l}\n")).collect();
-    std::fs::write(
-        &auto,
-        format!("{conf}primary_conninfo = 'host=127.0.0.1 port={w2} user=postgres application_name=127.0.0.1'\n"),
-    )
-    .unwrap();
-    clone.stop("fast");
-    clone.start();
-    let streaming = recovery_time(Duration::from_secs(30), || {
-        cl.workers[1]
-            .one_i64("SELECT count(*) FROM pg_stat_replication WHERE client_addr = '127.0.0.1' AND state = 'streaming'")
-            > 0
-    });
-    println!("the clone streams from worker 2 over TCP after {streaming:?}");
-    let clone_id: i32 = cl
-        .coord
-        .connect()
-        .query_one(&format!("SELECT citus_add_clone_node('127.0.0.1', {}, '127.0.0.1', {w2})", clone.port), &[])
-        .unwrap()
-        .get(0);
+    let mut rows: Vec<Vec<String>> = (0..5)
+        .map(|_| {
+            let r = c2.query_one(DRAW, &[]).unwrap();
+            (0..3).map(|i| r.get::<_, String>(i)).collect()
+        })
+        .collect();
+    let (clone, clone_id) = clone_of(&cl.coord, &cl.workers[1], "citus56380_w2_clone", 56384);
     let stop = Arc::new(AtomicBool::new(false));
-    let on_clone = draw_on(clone.port, stop.clone(), Duration::from_millis(10));
-    let on_w2 = draw_on(w2, stop.clone(), Duration::from_millis(1));
+    let on_clone = draw_on(clone.port, DRAW.into(), stop.clone(), Duration::from_millis(10));
+    let on_w2 = draw_on(w2, DRAW.into(), stop.clone(), Duration::from_millis(1));
     std::thread::sleep(Duration::from_millis(500));
-    let (took, r) =
-        timed(|| cl.coord.connect().batch_execute(&format!("SELECT citus_promote_clone_and_rebalance({clone_id})")));
-    r.unwrap();
-    println!("citus_promote_clone_and_rebalance took {took:?}");
-    // the clone draws with a group of its own once the split is done
-    let group: i32 = tcp(clone.port).query_one("SELECT groupid FROM pg_dist_local_group", &[]).unwrap().get(0);
-    let back = recovery_time(Duration::from_secs(30), || {
-        tcp(clone.port)
-            .query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[])
-            .is_ok_and(|r| r.get::<_, i32>(0) == group)
-    });
-    println!("the clone (now group {group}) draws with its group {back:?} after the split");
+    let (took, back, group) = split_off(&cl.coord, clone_id, clone.port);
+    println!("citus_promote_clone_and_rebalance took {took:?}; the clone (now group {group}) draws with its group {back:?} after");
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
-    let (from_clone, clone_errors) = on_clone.join().unwrap();
-    let (from_w2, w2_errors) = on_w2.join().unwrap();
-    let mut kinds = clone_errors.clone();
+    let from_clone = on_clone.join().unwrap();
+    let from_w2 = on_w2.join().unwrap();
+    let mut kinds = from_clone.errors.clone();
     kinds.sort();
     kinds.dedup();
     println!(
         "worker 2 drew {} times ({} errors), the clone {} times ({} errors: {:?})",
-        from_w2.len() + early.len(),
-        w2_errors.len(),
-        from_clone.len(),
-        clone_errors.len(),
+        from_w2.rows.len() + rows.len(),
+        from_w2.errors.len(),
+        from_clone.rows.len(),
+        from_clone.errors.len(),
         kinds
     );
     assert!(
-        w2_errors.is_empty(),
+        from_w2.errors.is_empty(),
         "worker 2 failed to draw during the split: {:?}",
-        &w2_errors[..w2_errors.len().min(5)]
+        &from_w2.errors[..from_w2.errors.len().min(5)]
     );
     // a standby refuses writes (25006); promoted, the clone refuses until its group is its own
     assert!(kinds.iter().all(|k| k == "25006" || k == "55000"), "the clone failed otherwise: {kinds:?}");
-    assert!(!from_clone.is_empty(), "the clone never drew");
-    let all: Vec<&(i64, i64, String)> = early.iter().chain(&from_w2).chain(&from_clone).collect();
-    let twice = |v: Vec<String>| {
-        let n = v.len();
-        let mut v = v;
-        v.sort();
-        v.dedup();
-        n - v.len()
-    };
-    let (seg, sf, ord) = (
-        twice(all.iter().map(|t| t.0.to_string()).collect()),
-        twice(all.iter().map(|t| t.1.to_string()).collect()),
-        twice(all.iter().map(|t| t.2.clone()).collect()),
-    );
-    println!("issued twice: {seg} segment IDs, {sf} snowflakes, {ord} order numbers");
-    println!(
-        "the clone's first and last: {:?} {:?}; worker 2's last: {:?}",
-        from_clone.first(),
-        from_clone.last(),
-        from_w2.last()
-    );
-    assert_eq!((seg, sf, ord), (0, 0, 0), "values issued by both worker 2 and its clone");
+    assert!(!from_clone.rows.is_empty(), "the clone never drew");
+    println!("the clone's first and last: {:?} {:?}", from_clone.rows.first(), from_clone.rows.last());
+    rows.extend(from_w2.rows);
+    rows.extend(from_clone.rows);
+    let twice: Vec<usize> = (0..3).map(|c| issued_twice(rows.iter(), c)).collect();
+    println!("issued twice: {} segment IDs, {} snowflakes, {} order numbers", twice[0], twice[1], twice[2]);
+    assert_eq!(twice, [0, 0, 0], "values issued by both worker 2 and its clone");
 }
