@@ -75,6 +75,7 @@ impl Sync {
             .load_dynamic();
         if started.is_err() {
             note_failure(h, "no background worker slot is free (raise max_worker_processes)");
+            h.sync_done_began_ms.store(now, Ordering::Release);
             h.sync_seq.fetch_add(1, Ordering::AcqRel);
             h.broadcast();
         }
@@ -99,15 +100,17 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
         set_option(c"lock_timeout", &std::ffi::CString::new(LOCK_TIMEOUT_MS.to_string()).unwrap());
         set_option(c"citus.node_connection_timeout", &std::ffi::CString::new(CONNECT_TIMEOUT_MS.to_string()).unwrap());
     }
+    // every change committed on the coordinator before this instant is in what the read
+    // brings: a successful read records it (`seqgen_node().definitions_read`), and a caller
+    // that asked for a read before it waits for this one (`node::sync_now`)
+    let began = shmem::now_ms();
     if h.citus_group.load(Ordering::Acquire) == node::UNCONFIRMED && !confirm_group(h) {
+        h.sync_done_began_ms.store(began, Ordering::Release);
         h.sync_seq.fetch_add(1, Ordering::AcqRel);
         h.sync_pid.store(0, Ordering::Release);
         h.broadcast();
         return;
     }
-    // every change committed on the coordinator before this instant is in what the read
-    // brings: a successful read records it (`seqgen_node().definitions_read`)
-    let began = shmem::now_ms();
     let known = match (h.sync_known_oid.load(Ordering::Acquire), h.sync_known_version.load(Ordering::Acquire)) {
         (0, _) => None,
         (oid, v) => Some(format!("{oid}:{v}")),
@@ -149,6 +152,7 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
         }
         Err(e) => note_failure(h, &e.msg),
     }
+    h.sync_done_began_ms.store(began, Ordering::Release);
     h.sync_seq.fetch_add(1, Ordering::AcqRel);
     h.sync_pid.store(0, Ordering::Release);
     h.broadcast();

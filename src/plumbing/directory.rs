@@ -503,6 +503,15 @@ fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
     // the allocator loads the tag: a segment reserved here would be a write the incoming
     // catalog then collides with)
     crate::plumbing::replication::refuse_while_receiving(shmem::split_name(tag).0)?;
+    // a Citus worker back from downtime reads the coordinator's definitions once before it
+    // serves a tag: a drop or a revoke made while it was down holds from its first call (if
+    // that read fails, it draws on with the definitions it has)
+    if crate::plumbing::node::is_citus_worker(h)
+        && h.sync_ok_ms.load(Ordering::Acquire) == 0
+        && h.sync_failing.load(Ordering::Acquire) == 0
+    {
+        crate::plumbing::node::sync_now(h)?;
+    }
     let r = match lookup(h, tag.as_bytes()) {
         Some(r) => r,
         None => load(h, tag)?,

@@ -97,10 +97,12 @@ pub fn sync_now(h: &Header) -> Result<bool> {
     if !is_citus_worker(h) {
         return Ok(false);
     }
-    let seq = h.sync_seq.load(Ordering::Acquire);
+    // a read that began before this request may have missed what the caller looks for (a
+    // tag committed on the coordinator a moment ago): wait for one that began after it
+    let asked = crate::plumbing::shmem::now_ms();
     h.sync_want.store(1, Ordering::Release);
     h.ring();
-    let read = wait_for(h, || (h.sync_seq.load(Ordering::Acquire) != seq).then_some(())).is_some();
+    let read = wait_for(h, || (h.sync_done_began_ms.load(Ordering::Acquire) > asked).then_some(())).is_some();
     if read && h.citus_group.load(Ordering::Acquire) == UNCONFIRMED {
         return Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire)));
     }

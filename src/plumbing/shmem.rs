@@ -205,6 +205,8 @@ pub struct Header {
     /// failed.
     pub sync_pid: AtomicI32,
     pub sync_started_ms: AtomicI64,
+    /// When the last read that ended (successful or not) began, by the sync process's clock.
+    pub sync_done_began_ms: AtomicI64,
     pub sync_known_oid: AtomicU64,
     pub sync_known_version: AtomicI64,
     pub sync_failing: AtomicU32,
@@ -781,6 +783,7 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         h.sync_known_oid.store(0, Ordering::Release);
         h.sync_known_version.store(0, Ordering::Release);
         h.sync_failing.store(0, Ordering::Release);
+        h.sync_done_began_ms.store(0, Ordering::Release);
         h.confirm_failing.store(0, Ordering::Release);
         h.worker_status.store(WorkerStatus::NotStarted as u32, Ordering::Release);
         h.snowflake.reset();

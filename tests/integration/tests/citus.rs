@@ -1361,6 +1361,28 @@ fn citus_definitions_converge_tag_by_tag() {
         .query_one("SELECT seqgen_next('g')", &[]);
     assert!(ghost.is_ok(), "{ghost:?}");
 
+    // item 5: a worker back from downtime reads the definitions before it serves a tag: a
+    // drop and a revoke made while it was down hold from its first call
+    c.batch_execute(
+        "SELECT seqgen_create('gone', 10); SELECT seqgen_create('kept', 10); \
+         SELECT seqgen_grant('gone', 'app'); SELECT seqgen_grant('kept', 'app')",
+    )
+    .unwrap();
+    let t = recovery_time(Duration::from_secs(10), || {
+        app(w1).query_one("SELECT seqgen_next('gone') + seqgen_next('kept')", &[]).is_ok()
+    });
+    println!("worker 1 drew two new tags {t:?} after their grants");
+    cl.workers[0].stop("fast");
+    c.batch_execute("SELECT seqgen_drop('gone'); SELECT seqgen_revoke('kept', 'app')").unwrap();
+    cl.workers[0].start();
+    let mut a1 = app(w1);
+    let (t, e) = timed(|| a1.query_one("SELECT seqgen_next('gone')", &[]));
+    let e = e.expect_err("worker 1 drew from a tag dropped while it was down");
+    assert_eq!(sqlstate(&e).as_deref(), Some("42704"), "{e:?}");
+    let e = a1.query_one("SELECT seqgen_next('kept')", &[]).expect_err("a revoke made while worker 1 was down");
+    assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{e:?}");
+    println!("worker 1, just started, refused a tag dropped while it was down in {t:?}, and a revoked one");
+
     // item 4: a tag made in the transaction after CREATE EXTENSION citus gets node bits
     c.batch_execute("CREATE DATABASE fresh").unwrap();
     let mut f = cl.coord.connect_db("fresh");
