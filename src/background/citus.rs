@@ -75,7 +75,7 @@ impl Sync {
             .load_dynamic();
         if started.is_err() {
             note_failure(h, "no background worker slot is free (raise max_worker_processes)");
-            h.sync_done_began_ms.store(now, Ordering::Release);
+            h.sync_answered.store(h.sync_asked.load(Ordering::Acquire), Ordering::Release);
             h.sync_seq.fetch_add(1, Ordering::AcqRel);
             h.broadcast();
         }
@@ -104,8 +104,9 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
     // brings: a successful read records it (`seqgen_node().definitions_read`), and a caller
     // that asked for a read before it waits for this one (`node::sync_now`)
     let began = shmem::now_ms();
+    let asked = h.sync_asked.load(Ordering::Acquire);
     if h.citus_group.load(Ordering::Acquire) == node::UNCONFIRMED && !confirm_group(h) {
-        h.sync_done_began_ms.store(began, Ordering::Release);
+        h.sync_answered.fetch_max(asked, Ordering::AcqRel);
         h.sync_seq.fetch_add(1, Ordering::AcqRel);
         h.sync_pid.store(0, Ordering::Release);
         h.broadcast();
@@ -152,10 +153,14 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
         }
         Err(e) => note_failure(h, &e.msg),
     }
-    h.sync_done_began_ms.store(began, Ordering::Release);
+    h.sync_answered.fetch_max(asked, Ordering::AcqRel);
     h.sync_seq.fetch_add(1, Ordering::AcqRel);
     h.sync_pid.store(0, Ordering::Release);
     h.broadcast();
+    if h.sync_asked.load(Ordering::Acquire) > asked {
+        // callers asked while this read ran: the allocator starts the next at once
+        h.ring();
+    }
 }
 
 /// This server reads a group it has not confirmed as its own (`plumbing::node::confirm`): try

@@ -509,8 +509,16 @@ fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
     if crate::plumbing::node::is_citus_worker(h)
         && h.sync_ok_ms.load(Ordering::Acquire) == 0
         && h.sync_failing.load(Ordering::Acquire) == 0
+        && h.first_read_gave_up.load(Ordering::Acquire) == 0
     {
-        crate::plumbing::node::sync_now(h)?;
+        // at most FIRST_READ_WAIT of the call's time, and only until one wait gave up (a
+        // coordinator that does not answer, a group not confirmed): later calls do not wait
+        let until = crate::plumbing::wait::call_deadline().min(std::time::Instant::now() + FIRST_READ_WAIT);
+        let read = crate::plumbing::node::sync_now_until(h, until);
+        if !matches!(read, Ok(true)) {
+            h.first_read_gave_up.store(1, Ordering::Release);
+        }
+        read?;
     }
     let r = match lookup(h, tag.as_bytes()) {
         Some(r) => r,
@@ -648,6 +656,10 @@ pub fn error_for(code: u32, tag: &str, detail: String, state: i32) -> SeqgenErro
 pub fn slot_failure(h: &Header, code: u32, tag: &str) -> SeqgenError {
     error_for(code, tag, h.health.last_error.read(), h.health.last_error_state.load(Ordering::Acquire))
 }
+
+/// The longest a Citus worker's first cold load after start waits for its first read of the
+/// coordinator's definitions.
+const FIRST_READ_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Ask the worker to load `tag` into a slot.
 fn load(h: &'static Header, tag: &str) -> Result<Resolved> {

@@ -94,15 +94,24 @@ pub fn refuse_definitions_on_worker(h: &Header) -> Result<()> {
 /// the node could not read them because its group is not confirmed as its own.
 #[cold]
 pub fn sync_now(h: &Header) -> Result<bool> {
+    sync_now_until(h, crate::plumbing::wait::call_deadline())
+}
+
+/// [`sync_now`], waiting until `deadline` at most.
+#[cold]
+pub fn sync_now_until(h: &Header, deadline: std::time::Instant) -> Result<bool> {
     if !is_citus_worker(h) {
         return Ok(false);
     }
     // a read that began before this request may have missed what the caller looks for (a
     // tag committed on the coordinator a moment ago): wait for one that began after it
-    let asked = crate::plumbing::shmem::now_ms();
+    let ticket = h.sync_asked.fetch_add(1, Ordering::AcqRel) + 1;
     h.sync_want.store(1, Ordering::Release);
     h.ring();
-    let read = wait_for(h, || (h.sync_done_began_ms.load(Ordering::Acquire) > asked).then_some(())).is_some();
+    let read = crate::plumbing::wait::wait_until(h, deadline, || {
+        (h.sync_answered.load(Ordering::Acquire) >= ticket).then_some(())
+    })
+    .is_some();
     if read && h.citus_group.load(Ordering::Acquire) == UNCONFIRMED {
         return Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire)));
     }
@@ -176,8 +185,10 @@ fn slow_id(h: &Header) -> Result<u32> {
             Some(g)
         } else if g == UNCONFIRMED {
             // a group being confirmed (a worker that just joined): wait for the sync
-            // process's try (a few milliseconds) rather than the allocator's next read
-            (h.sync_seq.load(Ordering::Acquire) != tried).then_some(g)
+            // process's try (a few milliseconds) rather than the allocator's next read; once
+            // a try failed, callers are told at once (the next try comes when the group or
+            // its listing changes, or the sync period passes)
+            (h.confirm_failing.load(Ordering::Acquire) != 0 || h.sync_seq.load(Ordering::Acquire) != tried).then_some(g)
         } else {
             (h.identity_seq.load(Ordering::Acquire) != seq).then_some(g)
         }
@@ -380,7 +391,13 @@ pub fn publish_group(h: &Header, read: GroupRead) {
             h.citus_listing.store(listing, Ordering::Release);
             h.sync_want.store(1, Ordering::Release);
         }
-        UNCONFIRMED
+        // only over the state read above: the sync process may have confirmed it meanwhile
+        if now != UNCONFIRMED
+            && h.citus_group.compare_exchange(now, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        {
+            announce(h, now, UNCONFIRMED);
+        }
+        return;
     } else {
         g
     };
@@ -397,7 +414,10 @@ pub fn publish_confirmed(h: &Header, g: i64) {
     {
         if h.citus_candidate.load(Ordering::Acquire) != g {
             // the allocator read another group between the two loads: not confirmed after all
-            let _ = h.citus_group.compare_exchange(g, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire);
+            // (and what a backend prepared with it meanwhile is not served)
+            if h.citus_group.compare_exchange(g, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                crate::plumbing::shmem::retire_all();
+            }
         }
         announce(h, UNCONFIRMED, h.citus_group.load(Ordering::Acquire));
     }

@@ -205,8 +205,13 @@ pub struct Header {
     /// failed.
     pub sync_pid: AtomicI32,
     pub sync_started_ms: AtomicI64,
-    /// When the last read that ended (successful or not) began, by the sync process's clock.
-    pub sync_done_began_ms: AtomicI64,
+    /// Requests for a read, numbered (`node::sync_now`); the number a read saw when it began,
+    /// stored when it ended (successful or not): the requests up to it were made before it.
+    pub sync_asked: AtomicU64,
+    pub sync_answered: AtomicU64,
+    /// A worker's first cold load since start gave up waiting for a first read (it then
+    /// draws with the definitions it has).
+    pub first_read_gave_up: AtomicU32,
     pub sync_known_oid: AtomicU64,
     pub sync_known_version: AtomicI64,
     pub sync_failing: AtomicU32,
@@ -783,7 +788,7 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         h.sync_known_oid.store(0, Ordering::Release);
         h.sync_known_version.store(0, Ordering::Release);
         h.sync_failing.store(0, Ordering::Release);
-        h.sync_done_began_ms.store(0, Ordering::Release);
+        h.first_read_gave_up.store(0, Ordering::Release);
         h.confirm_failing.store(0, Ordering::Release);
         h.worker_status.store(WorkerStatus::NotStarted as u32, Ordering::Release);
         h.snowflake.reset();
