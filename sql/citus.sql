@@ -84,18 +84,88 @@ COMMENT ON TABLE seqgen.definitions_refused IS 'pg_seqgen: changes of the Citus 
 REVOKE ALL ON TABLE seqgen.definitions_refused FROM PUBLIC;
 
 -- On a Citus worker: the group this server confirmed as its own (through the host and port
--- Citus lists for it), the WAL timeline it was on and where it ran (host name, port, data
--- directory). A copy of the server (a promoted standby or Citus clone: another timeline; a
--- snapshot started elsewhere) inherits the row but not its match, so it confirms again before
--- it numbers with a group. Not dumped: it is this server's state.
+-- Citus lists for it), the node id the coordinator assigned the group (seqgen_cluster_node_id),
+-- the WAL timeline it was on and where it ran (host name, port, data directory). A copy of
+-- the server (a promoted standby or Citus clone: another timeline; a snapshot started
+-- elsewhere) inherits the row but not its match, so it confirms again before it numbers with
+-- a group. Not dumped: it is this server's state.
 CREATE TABLE seqgen.citus_group_confirmed (
     groupid pg_catalog.int8 NOT NULL,
+    node_id pg_catalog.int8 NOT NULL,
     timeline pg_catalog.int8 NOT NULL,
     server pg_catalog.text NOT NULL,
     confirmed pg_catalog.timestamptz NOT NULL
 );
-COMMENT ON TABLE seqgen.citus_group_confirmed IS 'pg_seqgen: the Citus group this server confirmed as its own, and on which WAL timeline';
+COMMENT ON TABLE seqgen.citus_group_confirmed IS 'pg_seqgen: the Citus group this server confirmed as its own, its node id, and on which WAL timeline';
 REVOKE ALL ON TABLE seqgen.citus_group_confirmed FROM PUBLIC;
+
+-- On a Citus coordinator: the node id of every Citus group that numbers with pg_seqgen,
+-- assigned here once and never again: one per group a worker confirmed (a worker added, a
+-- clone split off), not one per id Citus's group sequence skips (a coordinator crash skips up
+-- to 32, a failed citus_add_node one). The coordinator is node 0. A row with no group marks
+-- the ids Citus handed out before the first assignment (a group removed earlier numbered with
+-- its id). Dumped with the coordinator, so a restored coordinator never assigns one again.
+CREATE TABLE seqgen.citus_node_ids (
+    node_id pg_catalog.int8 PRIMARY KEY,
+    groupid pg_catalog.int8 UNIQUE,
+    assigned pg_catalog.timestamptz NOT NULL
+);
+COMMENT ON TABLE seqgen.citus_node_ids IS 'pg_seqgen: the node id the Citus coordinator assigned each group (never reused)';
+REVOKE ALL ON TABLE seqgen.citus_node_ids FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('seqgen.citus_node_ids', '');
+
+-- On a Citus coordinator: the node id of group group_id, assigned at its first call (a
+-- worker's "pg_seqgen sync" process calls it when it confirms its group). The first call of
+-- all keeps the ids of the groups listed then equal to their group ids (what they numbered
+-- with before) and assigns none at or below the highest group id Citus handed out.
+CREATE FUNCTION @extschema@.seqgen_cluster_node_id(group_id pg_catalog.int8) RETURNS pg_catalog.int8
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n pg_catalog.int8;
+    handed pg_catalog.int8;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
+        RAISE EXCEPTION 'seqgen_cluster_node_id() needs Citus in this database'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) OPERATOR(pg_catalog.<>) 0 THEN
+        RAISE EXCEPTION 'node ids are assigned on the Citus coordinator'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF group_id IS NULL OR group_id OPERATOR(pg_catalog.<=) 0
+       OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node d WHERE d.groupid OPERATOR(pg_catalog.=) group_id) THEN
+        RAISE EXCEPTION 'Citus group % is not a worker group in pg_dist_node', group_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    SELECT m.node_id INTO n FROM seqgen.citus_node_ids m WHERE m.groupid OPERATOR(pg_catalog.=) group_id;
+    IF FOUND THEN
+        RETURN n;
+    END IF;
+    -- one assignment at a time (two workers that join together get two ids)
+    LOCK TABLE seqgen.citus_node_ids IN SHARE ROW EXCLUSIVE MODE;
+    IF NOT EXISTS (SELECT 1 FROM seqgen.citus_node_ids) THEN
+        INSERT INTO seqgen.citus_node_ids (node_id, groupid, assigned)
+        SELECT g, g, pg_catalog.now()
+        FROM (SELECT 0::pg_catalog.int8 UNION SELECT d.groupid FROM pg_catalog.pg_dist_node d) AS listed(g);
+        SELECT s.last_value INTO handed FROM pg_catalog.pg_dist_groupid_seq s;
+        INSERT INTO seqgen.citus_node_ids (node_id, groupid, assigned)
+        VALUES (handed, NULL, pg_catalog.now())
+        ON CONFLICT DO NOTHING;
+    END IF;
+    SELECT m.node_id INTO n FROM seqgen.citus_node_ids m WHERE m.groupid OPERATOR(pg_catalog.=) group_id;
+    IF FOUND THEN
+        RETURN n;
+    END IF;
+    INSERT INTO seqgen.citus_node_ids (node_id, groupid, assigned)
+    SELECT pg_catalog.max(m.node_id) OPERATOR(pg_catalog.+) 1, group_id, pg_catalog.now() FROM seqgen.citus_node_ids m
+    RETURNING node_id INTO n;
+    RETURN n;
+END;
+$$;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) IS 'pg_seqgen (internal, on a Citus coordinator): the node id of a Citus group, assigned once and never reused';
 
 -- On a Citus coordinator: every node's refused changes.
 CREATE FUNCTION @extschema@.seqgen_cluster_refused(

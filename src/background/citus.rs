@@ -105,7 +105,7 @@ pub extern "C-unwind" fn pg_seqgen_sync_main(arg: pg_sys::Datum) {
     // that asked for a read before it waits for this one (`node::sync_now`)
     let began = shmem::now_ms();
     let asked = h.sync_asked.load(Ordering::Acquire);
-    if h.citus_group.load(Ordering::Acquire) == node::UNCONFIRMED && !confirm_group(h) {
+    if h.citus_node.load(Ordering::Acquire) == node::UNCONFIRMED && !confirm_group(h) {
         h.sync_answered.fetch_max(asked, Ordering::AcqRel);
         h.sync_seq.fetch_add(1, Ordering::AcqRel);
         h.sync_pid.store(0, Ordering::Release);
@@ -171,11 +171,11 @@ fn confirm_group(h: &Header) -> bool {
     let outcome =
         crate::background::process::in_transaction_logged(None, std::panic::AssertUnwindSafe(|| node::confirm(g)));
     match outcome {
-        Ok(Ok(())) => {
+        Ok(Ok(id)) => {
             h.confirm_failing.store(0, Ordering::Release);
-            log!("pg_seqgen sync: Citus group {g} is confirmed as this server's own");
-            node::publish_confirmed(h, g);
-            h.citus_group.load(Ordering::Acquire) == g
+            log!("pg_seqgen sync: Citus group {g} is confirmed as this server's own; the coordinator's node id for it is {id}");
+            node::publish_confirmed(h, g, id);
+            h.citus_node.load(Ordering::Acquire) == id
         }
         Ok(Err(why)) | Err(crate::background::process::JobError { msg: why, .. }) => {
             if h.confirm_failing.swap(1, Ordering::AcqRel) == 0 {
@@ -208,29 +208,10 @@ fn note_failure(h: &Header, msg: &str) {
 
 /// Ask the coordinator for the definitions newer than `known`.
 fn fetch(known: Option<&str>) -> Result<serde_json::Value> {
-    let row = Spi::connect(|c| {
-        let t = c.select(
-            "SELECT r.success, r.result FROM pg_catalog.run_command_on_coordinator(\
-                 (SELECT pg_catalog.format('SELECT %I.seqgen_cluster_definitions(%L)', n.nspname, $1::pg_catalog.text) \
-                  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n \
-                    ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
-                  WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen')) r",
-            Some(1),
-            &[known.into()],
-        )?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        let r = t.first();
-        Ok::<_, pgrx::spi::Error>(Some((r.get::<bool>(1)?.unwrap_or(false), r.get::<String>(2)?.unwrap_or_default())))
-    })
-    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
-    match row {
-        Some((true, text)) => serde_json::from_str(&text)
-            .map_err(|e| SeqgenError::Internal(format!("the coordinator's definitions are not JSON: {e}"))),
-        Some((false, text)) => Err(SeqgenError::Internal(format!("the coordinator answered: {text}"))),
-        None => Err(SeqgenError::Internal("no coordinator in the Citus metadata".into())),
-    }
+    let text = Spi::connect(|c| node::on_coordinator(c, "seqgen_cluster_definitions(%L)", &[known]))
+        .map_err(SeqgenError::Internal)?;
+    serde_json::from_str(&text)
+        .map_err(|e| SeqgenError::Internal(format!("the coordinator's definitions are not JSON: {e}")))
 }
 
 /// Apply what [`fetch`] returned (None when only the version came back: nothing changed).

@@ -164,8 +164,10 @@ fn row(h: &'static shmem::Header, db: u32) -> Row {
 }
 
 /// This node's identity in the current database: the node id its IDs carry, where it comes
-/// from (`setting`: `seqgen.node_id`; `citus`: the Citus group id; `not in citus metadata`:
-/// refused until the node joins; `unknown`: not read yet), and on a Citus worker when the
+/// from (`setting`: `seqgen.node_id`; `citus`: the Citus coordinator's node id for this node's
+/// group, shown as `citus_group`; `citus group not confirmed`: refused until the node confirmed
+/// its group as its own; `not in citus metadata`: refused until the node joins; `unknown`: not
+/// read yet), and on a Citus worker when the
 /// last successful read of the coordinator's tag definitions began (every change committed
 /// there before it has been applied here, or is listed as refused) and when one last changed
 /// something here.
@@ -184,7 +186,7 @@ fn seqgen_node() -> TableIterator<
     use crate::plumbing::node;
     let h = crate::plumbing::directory::attach().or_raise();
     let id = node::id(h).ok().map(|n| n as i32);
-    let g = h.citus_group.load(Ordering::Acquire);
+    let g = h.citus_node.load(Ordering::Acquire);
     let source = match g {
         g if g >= 0 => "citus",
         node::NOT_CITUS => "setting",
@@ -196,8 +198,7 @@ fn seqgen_node() -> TableIterator<
         id,
         source.to_string(),
         match g {
-            g if g >= 0 => Some(g as i32),
-            node::UNCONFIRMED => Some(h.citus_candidate.load(Ordering::Acquire) as i32),
+            g if g >= 0 || g == node::UNCONFIRMED => Some(h.citus_candidate.load(Ordering::Acquire) as i32),
             _ => None,
         },
         recorded(h.sync_ok_ms.load(Ordering::Acquire)),

@@ -76,7 +76,7 @@ fn setting_node_id() -> u32 {
     guc::NODE_ID.get().max(0) as u32
 }
 
-/// This node's id in this database (on Citus its group id), and whether it comes from Citus.
+/// This node's id in this database (on Citus the coordinator's node id for its group), and whether it comes from Citus.
 fn node_id() -> Result<(u32, bool)> {
     let h = directory::attach()?;
     Ok((node::id(h)?, node::is_citus(h)))
@@ -93,7 +93,7 @@ fn check_node_field(tag: &str, t: &Template) -> Result<u32> {
     Ok(node)
 }
 
-/// [`check_node_field`] for a template being set: on Citus it must also render every group
+/// [`check_node_field`] for a template being set: on Citus it must also render every node
 /// id a tag's node bits hold (a worker added later has a larger one than this node), or a
 /// worker would refuse it. Not checked on draws: a template set before this rule keeps
 /// numbering on the nodes it fits.
@@ -102,7 +102,7 @@ fn check_new_node_field(tag: &str, t: &Template) -> Result<u32> {
     let largest = (1u32 << node::CITUS_NODE_BITS) - 1;
     if node_id()?.1 && t.check_node(largest).is_err() {
         return Err(SeqgenError::InvalidArgument(format!(
-            "the {{node}} field of tag \"{tag}\"'s template is too narrow for Citus: it must render every group id up to {largest}, \
+            "the {{node}} field of tag \"{tag}\"'s template is too narrow for Citus: it must render every node id up to {largest}, \
              so that every worker, including those added later, can number"
         )));
     }

@@ -153,7 +153,7 @@ pub fn status_node(layout: &Layout) -> i32 {
     directory::attach().and_then(node::id).map_or(-1, |n| n as i32)
 }
 
-/// On Citus: put this node's group id into an ID composed with node 0.
+/// On Citus: put this node's node id (the coordinator's for its group) into an ID composed with node 0.
 #[cold]
 #[inline(never)]
 fn with_citus_node(h: &Header, kind: Kind, layout: &Layout, id: i64) -> Result<i64> {

@@ -56,7 +56,7 @@ pub enum SeqgenError {
     #[error("the clock is before seqgen.snowflake_epoch")]
     BeforeEpoch,
     #[error(
-        "node id {node} (seqgen.node_id, or on Citus the node's group id) does not fit in the tag's {bits} node bits"
+        "node id {node} (seqgen.node_id, or on Citus the coordinator's node id for the node's group) does not fit in the tag's {bits} node bits"
     )]
     NodeDoesNotFit { node: u32, bits: u32 },
     #[error("seqgen.node_id {0} does not fit in the 4 node bits of seqgen_snowflake53() (0 to 15)")]

@@ -1,11 +1,18 @@
-//! This node's identity: `seqgen.node_id`, or on Citus the node's group id.
+//! This node's identity: `seqgen.node_id`, or on Citus a node id for the node's group.
 //!
-//! When Citus is preloaded, a database with the `citus` extension takes its node id from
-//! Citus's own metadata: `pg_dist_local_group.groupid` (0 on the coordinator, a number from
-//! `pg_dist_groupid_seq` for every worker, never reused: a node removed and added again gets
-//! a new one; a promoted clone keeps its primary's, and with it the primary's replicated
-//! reservations). The database's allocator reads it once a second, and at once when a caller
-//! asks, and publishes it in the area ([`Header::citus_group`]); draws read one word.
+//! When Citus is preloaded, a database with the `citus` extension numbers with a node id per
+//! Citus group: 0 on the coordinator, and for every worker the one the coordinator assigned
+//! its group (`seqgen_cluster_node_id`, kept in `seqgen.citus_node_ids` there: one per group
+//! that numbers, never reused, so the ids stay dense whatever Citus's own group sequence
+//! skips). Citus gives every worker a new group (`pg_dist_local_group.groupid`, from
+//! `pg_dist_groupid_seq`): a node removed and added again gets a new one; a promoted standby
+//! keeps its primary's, and with it the primary's replicated reservations. The database's
+//! allocator reads the group once a second, and at once when a caller asks, and publishes the
+//! node id in the area ([`Header::citus_node`]); draws read one word.
+//!
+//! A worker numbers with its group only once it confirmed the group as its own ([`confirm`]):
+//! until then it is [`UNCONFIRMED`] and IDs that carry a node id are refused (a clone split off
+//! by Citus reads its primary's group until the split commits).
 //!
 //! A node that Citus does not list in `pg_dist_node` (a fresh server before `citus_add_node`
 //! reaches it, a coordinator before `citus_set_coordinator_host`) has group 0 like the
@@ -72,7 +79,7 @@ pub fn applying<R>(f: impl FnOnce() -> R) -> R {
 /// coordinator's)?
 pub fn is_citus_worker(h: &Header) -> bool {
     citus_preloaded() && {
-        let g = h.citus_group.load(Ordering::Acquire);
+        let g = h.citus_node.load(Ordering::Acquire);
         g > 0 || g == UNCONFIRMED
     }
 }
@@ -112,7 +119,7 @@ pub fn sync_now_until(h: &Header, deadline: std::time::Instant) -> Result<bool> 
         (h.sync_answered.load(Ordering::Acquire) >= ticket).then_some(())
     })
     .is_some();
-    if read && h.citus_group.load(Ordering::Acquire) == UNCONFIRMED {
+    if read && h.citus_node.load(Ordering::Acquire) == UNCONFIRMED {
         return Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire)));
     }
     Ok(read)
@@ -127,7 +134,7 @@ pub fn citus_preloaded() -> bool {
 /// This node's id in the database of `h`.
 #[inline]
 pub fn id(h: &Header) -> Result<u32> {
-    let g = h.citus_group.load(Ordering::Acquire);
+    let g = h.citus_node.load(Ordering::Acquire);
     if g >= 0 {
         return Ok(g as u32);
     }
@@ -144,10 +151,10 @@ pub fn is_citus(h: &Header) -> bool {
     if !citus_preloaded() {
         return false;
     }
-    if h.citus_group.load(Ordering::Acquire) == UNKNOWN {
+    if h.citus_node.load(Ordering::Acquire) == UNKNOWN {
         let _ = slow_id(h);
     }
-    if h.citus_group.load(Ordering::Acquire) != NOT_CITUS {
+    if h.citus_node.load(Ordering::Acquire) != NOT_CITUS {
         return true;
     }
     // The allocator reads the state once a second: `CREATE EXTENSION citus` a moment ago (in
@@ -164,7 +171,7 @@ pub fn is_citus(h: &Header) -> bool {
 /// For the allocator: is the database a Citus node, or not known yet to be none (then its
 /// tags are treated as on Citus)?
 pub fn is_citus_db(h: &Header) -> bool {
-    citus_preloaded() && h.citus_group.load(Ordering::Acquire) != NOT_CITUS
+    citus_preloaded() && h.citus_node.load(Ordering::Acquire) != NOT_CITUS
 }
 
 /// Ask the allocator to read the group again and wait for its answer.
@@ -180,7 +187,7 @@ fn slow_id(h: &Header) -> Result<u32> {
     h.identity_want.store(1, Ordering::Release);
     h.ring();
     let answer = wait_for(h, || {
-        let g = h.citus_group.load(Ordering::Acquire);
+        let g = h.citus_node.load(Ordering::Acquire);
         if g >= 0 || g == NOT_CITUS {
             Some(g)
         } else if g == UNCONFIRMED {
@@ -198,7 +205,7 @@ fn slow_id(h: &Header) -> Result<u32> {
         Some(NOT_CITUS) => Ok(guc::NODE_ID.get().max(0) as u32),
         Some(UNCONFIRMED) => Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire))),
         Some(_) => Err(SeqgenError::NotInCluster),
-        None if h.citus_group.load(Ordering::Acquire) == UNCONFIRMED => {
+        None if h.citus_node.load(Ordering::Acquire) == UNCONFIRMED => {
             Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire)))
         }
         None => Err(SeqgenError::NotReady("this node's Citus group id (the allocator has not read it yet)".into())),
@@ -207,10 +214,12 @@ fn slow_id(h: &Header) -> Result<u32> {
 
 /// The allocator's read of this node's Citus group.
 pub struct GroupRead {
-    /// The group, or a negative state of `Header::citus_group`.
+    /// The group, or a negative state of `Header::citus_node`.
     pub group: i64,
-    /// For a worker: this server confirmed the group as its own here ([`confirm`]).
-    pub confirmed: bool,
+    /// The node id to number with: the group's own on the coordinator (0); for a worker, the
+    /// one the coordinator assigned its group, once this server confirmed the group as its
+    /// own here ([`confirm`]); None until then.
+    pub node: Option<i64>,
     /// For an unconfirmed group: a hash of what `pg_dist_node` lists for it (a failover's
     /// `citus_update_node` changes it: the confirmation is tried again at once).
     pub listing: i64,
@@ -220,10 +229,10 @@ pub struct GroupRead {
 pub fn read_group(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<GroupRead> {
     let group = read_group_only(c)?;
     if group <= 0 {
-        return Ok(GroupRead { group, confirmed: true, listing: 0 });
+        return Ok(GroupRead { group, node: Some(group), listing: 0 });
     }
-    if confirmed_on(c, group)? {
-        return Ok(GroupRead { group, confirmed: true, listing: 0 });
+    if let Some(node) = confirmed_on(c, group)? {
+        return Ok(GroupRead { group, node: Some(node), listing: 0 });
     }
     let listing = c
         .select(
@@ -236,7 +245,7 @@ pub fn read_group(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<GroupRead> 
         .first()
         .get::<i64>(1)?
         .unwrap_or(0);
-    Ok(GroupRead { group, confirmed: false, listing })
+    Ok(GroupRead { group, node: None, listing })
 }
 
 /// The WAL timeline this server writes on (a promoted standby writes on a new one), None
@@ -268,22 +277,63 @@ fn this_server() -> String {
     format!("{host}:{}:{dir}", unsafe { pg_sys::PostPortNumber })
 }
 
-/// Is `g` recorded in `seqgen.citus_group_confirmed` with this server's timeline and place?
-/// (Not when the table is missing: an extension not updated yet confirms at every start.)
-fn confirmed_on(c: &pgrx::spi::SpiClient<'_>, g: i64) -> pgrx::spi::Result<bool> {
-    let Some(tl) = timeline() else { return Ok(false) };
+/// Does `seqgen.citus_group_confirmed` exist (an extension not updated yet lacks it)?
+fn confirmations_kept(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<bool> {
     let row = c.select("SELECT pg_catalog.to_regclass('seqgen.citus_group_confirmed') IS NOT NULL", Some(1), &[])?;
-    if row.first().get::<bool>(1)? != Some(true) {
-        return Ok(false);
+    Ok(row.first().get::<bool>(1)? == Some(true))
+}
+
+/// The node id `g` was confirmed with, if `seqgen.citus_group_confirmed` records it with this
+/// server's timeline and place (never when the table is missing: an extension not updated yet
+/// confirms at every start).
+fn confirmed_on(c: &pgrx::spi::SpiClient<'_>, g: i64) -> pgrx::spi::Result<Option<i64>> {
+    let Some(tl) = timeline() else { return Ok(None) };
+    if !confirmations_kept(c)? {
+        return Ok(None);
     }
     let row = c.select(
-        "SELECT count(*) FROM seqgen.citus_group_confirmed \
+        "SELECT pg_catalog.min(node_id), count(*) FROM seqgen.citus_group_confirmed \
          WHERE groupid OPERATOR(pg_catalog.=) $1 AND timeline OPERATOR(pg_catalog.=) $2 \
            AND server OPERATOR(pg_catalog.=) $3",
         Some(1),
         &[g.into(), tl.into(), this_server().into()],
     )?;
-    Ok(row.first().get::<i64>(1)? == Some(1))
+    let row = row.first();
+    Ok(if row.get::<i64>(2)? == Some(1) { row.get::<i64>(1)? } else { None })
+}
+
+/// Run `SELECT <schema>.<call>` on the Citus coordinator (`call`: a function call with its
+/// arguments, each a `%L` of `args`, with pg_seqgen's schema put in), through Citus's
+/// `run_command_on_coordinator`: its text answer, or why there is none.
+pub fn on_coordinator(
+    c: &pgrx::spi::SpiClient<'_>,
+    call: &str,
+    args: &[Option<&str>],
+) -> std::result::Result<String, String> {
+    let mut format_args = String::new();
+    let mut values: Vec<pgrx::datum::DatumWithOid> = vec![call.into()];
+    for (i, a) in args.iter().enumerate() {
+        format_args.push_str(&format!(", ${}::pg_catalog.text", i + 2));
+        values.push((*a).into());
+    }
+    let sql = format!(
+        "SELECT r.success, r.result FROM pg_catalog.run_command_on_coordinator(\
+             (SELECT pg_catalog.format('SELECT %I.' OPERATOR(pg_catalog.||) $1, n.nspname{format_args}) \
+              FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
+              WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen')) r"
+    );
+    let t = c.select(&sql, Some(1), &values).map_err(|e| e.to_string())?;
+    if t.is_empty() {
+        return Err("no coordinator in the Citus metadata".into());
+    }
+    let r = t.first();
+    let ok = r.get::<bool>(1).map_err(|e| e.to_string())?.unwrap_or(false);
+    let text = r.get::<String>(2).map_err(|e| e.to_string())?.unwrap_or_default();
+    if ok {
+        Ok(text)
+    } else {
+        Err(format!("the coordinator answered: {text}"))
+    }
 }
 
 /// Confirm that group `g` is this server's own: Citus lists an active primary (not a clone)
@@ -292,7 +342,7 @@ fn confirmed_on(c: &pgrx::spi::SpiClient<'_>, g: i64) -> pgrx::spi::Result<bool>
 /// but a copy of this server (a promoted standby: another timeline; a snapshot started
 /// elsewhere) does. `Err`: why not (it stays unconfirmed).
 /// Runs in the sync process (it connects over the network), never in the allocator.
-pub fn confirm(g: i64) -> std::result::Result<(), String> {
+pub fn confirm(g: i64) -> std::result::Result<i64, String> {
     let Some(tl) = timeline() else { return Err("the server is in recovery".into()) };
     let mine = guc::server_token();
     if mine.is_empty() {
@@ -330,20 +380,24 @@ pub fn confirm(g: i64) -> std::result::Result<(), String> {
         if theirs.trim() != mine {
             return Ok(Err(format!("{host}:{port}, which Citus lists for group {g}, is another server")));
         }
-        let table = c
-            .select("SELECT pg_catalog.to_regclass('seqgen.citus_group_confirmed') IS NOT NULL", Some(1), &[])?
-            .first()
-            .get::<bool>(1)?;
-        if table == Some(true) {
+        // the node id: assigned by the coordinator, once per group
+        let node = match on_coordinator(c, "seqgen_cluster_node_id(%L)", &[Some(&g.to_string())]) {
+            Ok(text) => match text.trim().parse::<i64>() {
+                Ok(n) if n > 0 => n,
+                _ => return Ok(Err(format!("the coordinator assigned group {g} the node id {text:?}"))),
+            },
+            Err(why) => return Ok(Err(format!("asking the coordinator for group {g}'s node id: {why}"))),
+        };
+        if confirmations_kept(c)? {
             c.update("DELETE FROM seqgen.citus_group_confirmed", None, &[])?;
             c.update(
-                "INSERT INTO seqgen.citus_group_confirmed (groupid, timeline, server, confirmed) \
-                 VALUES ($1, $2, $3, pg_catalog.now())",
+                "INSERT INTO seqgen.citus_group_confirmed (groupid, node_id, timeline, server, confirmed) \
+                 VALUES ($1, $2, $3, $4, pg_catalog.now())",
                 None,
-                &[g.into(), tl.into(), this_server().into()],
+                &[g.into(), node.into(), tl.into(), this_server().into()],
             )?;
         }
-        Ok(Ok(()))
+        Ok(Ok(node))
     })
     .unwrap_or_else(|e: pgrx::spi::Error| Err(e.to_string()))
 }
@@ -381,55 +435,55 @@ fn read_group_only(c: &pgrx::spi::SpiClient<'_>) -> pgrx::spi::Result<i64> {
 /// server has not confirmed as its own is published as [`UNCONFIRMED`] (its IDs refused) and
 /// the sync process asked to confirm it; one confirmed since the area was claimed stays.
 pub fn publish_group(h: &Header, read: GroupRead) {
-    let GroupRead { group: g, confirmed, listing } = read;
-    let now = h.citus_group.load(Ordering::Acquire);
-    let g = if g > 0 && !confirmed && now != g {
+    let GroupRead { group: g, node, listing } = read;
+    let now = h.citus_node.load(Ordering::Acquire);
+    let Some(node) = node else {
+        // a worker's group not confirmed here (as far as this read saw)
+        if now >= 0 && h.citus_candidate.load(Ordering::Acquire) == g {
+            // confirmed by the sync process since this read began
+            return;
+        }
         let candidate = h.citus_candidate.swap(g, Ordering::AcqRel);
-        if now != UNCONFIRMED || candidate != g || h.citus_listing.swap(listing, Ordering::AcqRel) != listing {
+        let listed_before = h.citus_listing.swap(listing, Ordering::AcqRel);
+        if now != UNCONFIRMED || candidate != g || listed_before != listing {
             // a new group to confirm, or a new listing of it: try at once (later tries every
             // sync period)
-            h.citus_listing.store(listing, Ordering::Release);
             h.sync_want.store(1, Ordering::Release);
         }
         // only over the state read above: the sync process may have confirmed it meanwhile
         if now != UNCONFIRMED
-            && h.citus_group.compare_exchange(now, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+            && h.citus_node.compare_exchange(now, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire).is_ok()
         {
             announce(h, now, UNCONFIRMED);
         }
         return;
-    } else {
-        g
     };
-    publish(h, g);
+    h.citus_candidate.store(g, Ordering::Release);
+    let before = h.citus_node.swap(node, Ordering::AcqRel);
+    announce(h, before, node);
 }
 
-/// The sync process confirmed `g` ([`confirm`]): publish it unless the group read since is
-/// another.
-pub fn publish_confirmed(h: &Header, g: i64) {
+/// The sync process confirmed group `g` with node id `node` ([`confirm`]): publish it unless
+/// the group read since is another.
+pub fn publish_confirmed(h: &Header, g: i64, node: i64) {
     // only over the state the confirmation began in: the allocator may have read another
     // group (or none) meanwhile
     if h.citus_candidate.load(Ordering::Acquire) == g
-        && h.citus_group.compare_exchange(UNCONFIRMED, g, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        && h.citus_node.compare_exchange(UNCONFIRMED, node, Ordering::AcqRel, Ordering::Acquire).is_ok()
     {
         if h.citus_candidate.load(Ordering::Acquire) != g {
             // the allocator read another group between the two loads: not confirmed after all
             // (and what a backend prepared with it meanwhile is not served)
-            if h.citus_group.compare_exchange(g, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            if h.citus_node.compare_exchange(node, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                 crate::plumbing::shmem::retire_all();
             }
         }
-        announce(h, UNCONFIRMED, h.citus_group.load(Ordering::Acquire));
+        announce(h, UNCONFIRMED, h.citus_node.load(Ordering::Acquire));
     }
 }
 
-fn publish(h: &Header, g: i64) {
-    let before = h.citus_group.swap(g, Ordering::AcqRel);
-    announce(h, before, g);
-}
-
-/// After the group went from `before` to `g`: retire what was prepared with the old group,
-/// wake the waiters, log.
+/// After the node id went from `before` to `g` (or a negative state): retire what was
+/// prepared with the old one, wake the waiters, log.
 fn announce(h: &Header, before: i64, g: i64) {
     if before >= 0 && before != g {
         // blocks and numbers this node's backends prepared with a group that is no longer
@@ -443,7 +497,11 @@ fn announce(h: &Header, before: i64, g: i64) {
     h.identity_seq.fetch_add(1, Ordering::AcqRel);
     if before != g && g != NOT_CITUS {
         if g >= 0 {
-            pgrx::log!("pg_seqgen: this node's Citus group id is {g}; it is the node id of this database's IDs");
+            let group = h.citus_candidate.load(Ordering::Acquire);
+            pgrx::log!(
+                "pg_seqgen: this node's Citus group id is {group}; the node id of this database's IDs is {g} \
+                 (the coordinator's assignment for the group)"
+            );
         } else if g == UNCONFIRMED {
             let c = h.citus_candidate.load(Ordering::Acquire);
             pgrx::log!(

@@ -125,13 +125,13 @@ pub fn take_reports(s: &Server) -> Vec<(u32, bool)> {
     out
 }
 
-/// `Header::citus_group`: the database has no `citus` extension (or Citus is not preloaded).
+/// `Header::citus_node`: the database has no `citus` extension (or Citus is not preloaded).
 pub const CITUS_NONE: i64 = -1;
-/// `Header::citus_group`: not read since the area was claimed.
+/// `Header::citus_node`: not read since the area was claimed.
 pub const CITUS_UNKNOWN: i64 = -2;
-/// `Header::citus_group`: Citus is installed, but `pg_dist_node` does not list this node.
+/// `Header::citus_node`: Citus is installed, but `pg_dist_node` does not list this node.
 pub const CITUS_NOT_MEMBER: i64 = -3;
-/// `Header::citus_group`: a worker whose group ([`Header::citus_candidate`]) is not confirmed
+/// `Header::citus_node`: a worker whose group ([`Header::citus_candidate`]) is not confirmed
 /// as its own yet (a promoted standby reads its primary's replicated group).
 pub const CITUS_UNCONFIRMED: i64 = -4;
 
@@ -181,12 +181,13 @@ pub struct Header {
     /// Bumped whenever a slot of this database stops serving its tag (after its generation):
     /// a backend's block of values claimed under an older value checks its slot again.
     pub retire_epoch: AtomicU64,
-    /// This node's Citus group id (`plumbing::node`), or one of the negative states
-    /// [`CITUS_NONE`], [`CITUS_UNKNOWN`], [`CITUS_NOT_MEMBER`], [`CITUS_UNCONFIRMED`]. Written
-    /// by the allocator, and by the sync process that confirms a group.
-    pub citus_group: AtomicI64,
-    /// The group a worker read while it is [`CITUS_UNCONFIRMED`], and a hash of what
-    /// `pg_dist_node` lists for it.
+    /// This node's node id on Citus (`plumbing::node`: the coordinator's assignment for its
+    /// group), or one of the negative states [`CITUS_NONE`], [`CITUS_UNKNOWN`],
+    /// [`CITUS_NOT_MEMBER`], [`CITUS_UNCONFIRMED`]. Written by the allocator, and by the sync
+    /// process that confirms a group.
+    pub citus_node: AtomicI64,
+    /// The Citus group the node id is for, or that a worker read while it is
+    /// [`CITUS_UNCONFIRMED`]; and a hash of what `pg_dist_node` lists for it.
     pub citus_candidate: AtomicI64,
     pub citus_listing: AtomicI64,
     /// A caller wants the group read now; bumped by the allocator after every read.
@@ -780,7 +781,7 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         let h = areas(s).find(|h| h.db.load(Ordering::Acquire) == 0).ok_or(NoFreeArea)?;
         h.hold.store(hold, Ordering::Release);
         h.catalog_oid.store(0, Ordering::Release);
-        h.citus_group.store(CITUS_UNKNOWN, Ordering::Release);
+        h.citus_node.store(CITUS_UNKNOWN, Ordering::Release);
         h.citus_candidate.store(CITUS_UNKNOWN, Ordering::Release);
         h.sync_ok_ms.store(0, Ordering::Release);
         h.sync_applied_ms.store(0, Ordering::Release);
