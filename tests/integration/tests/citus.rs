@@ -731,8 +731,9 @@ fn check_promote(c: &Cluster) {
 /// (every generator, batches), definition changes on the coordinator (create, alter, template,
 /// grant, drop; a dropped name is never used again, since a tag made again under a dropped
 /// name restarts its numbering by design), node events (a worker stopped immediately and
-/// started, the coordinator restarted, the coordinator frozen with SIGSTOP for 3 s) and
-/// pauses. After every step: nothing issued twice per tag (and snowflakes and order numbers
+/// started, the coordinator restarted or crashed, the coordinator frozen with SIGSTOP for 3 s,
+/// worker 2 split by Citus, worker 1 removed and added back) and pauses; the node ids given to
+/// a split-off clone and a node added again must be the next ones. After every step: nothing issued twice per tag (and snowflakes and order numbers
 /// over everything), every call answered within its bound, every error one a caller may
 /// get in that state. Who may draw (issue 30): role fz draws through every node, and the
 /// model of its grants, revokes and drops judges each of its draws once the node has read the
@@ -763,9 +764,13 @@ fn citus_fuzz(seed: u64, steps: usize) {
     let split: std::cell::OnceCell<Cluster> = std::cell::OnceCell::new();
     let mut ports = cl.ports();
     let mut nodes: Vec<&Cluster> = std::iter::once(&cl.coord).chain(cl.workers.iter()).collect();
-    // each node's Citus group
     // every node's node id (the coordinator's assignment for its Citus group)
     let mut ids: Vec<usize> = vec![0, 1, 2];
+    let mut readded = false;
+    // the two events that change a group, once per run each, at the first step from these on
+    // that is no draw or change and finds every node up
+    let (split_at, readd_at) =
+        (rng.random_range(10..steps.max(11) * 3 / 4), rng.random_range(10..steps.max(11) * 3 / 4));
     let mut down: HashSet<usize> = HashSet::new();
     let mut tags: BTreeSet<String> = ["order".to_string(), "inv".to_string()].into();
     let mut templated: HashSet<String> = ["inv".to_string()].into();
@@ -992,17 +997,18 @@ fn citus_fuzz(seed: u64, steps: usize) {
                             );
                         }
                         _ => {
-                            let ids: Vec<i64> = vals.iter().map(|v| v.parse().unwrap()).collect();
-                            // every segment ID carries the group of the node that drew it
+                            let drawn: Vec<i64> = vals.iter().map(|v| v.parse().unwrap()).collect();
+                            // every segment ID carries the node id of the node that drew it
                             assert!(
-                                ids.iter().all(|v| v & 255 == n as i64),
-                                "step {step} (seed {seed}): {tag} on port {} issued an ID outside its lane: {ids:?}",
-                                ports[n]
+                                drawn.iter().all(|v| v & 255 == ids[n] as i64),
+                                "step {step} (seed {seed}): {tag} on port {} issued an ID outside its lane ({}): {drawn:?}",
+                                ports[n],
+                                ids[n]
                             );
                             if kind == "next" {
-                                last_next.insert(tag.clone(), ids.clone());
+                                last_next.insert(tag.clone(), drawn.clone());
                             }
-                            seg.entry(tag.clone()).or_default().add(ids);
+                            seg.entry(tag.clone()).or_default().add(drawn);
                         }
                     }
                 }
@@ -1095,7 +1101,7 @@ fn citus_fuzz(seed: u64, steps: usize) {
                     );
                 }
             }
-        } else if roll < 84 && split.get().is_none() && down.is_empty() && rng.random_range(0..8) == 0 {
+        } else if step >= split_at && split.get().is_none() && down.is_empty() {
             // worker 2 split: a clone added and promoted with its own group, while a session on
             // it draws every 10 ms (before its new group commits it reads worker 2's)
             let (clone, id) = clone_of(&cl.coord, &cl.workers[1], "citus56350_w2_clone", 56354);
@@ -1139,6 +1145,31 @@ fn citus_fuzz(seed: u64, steps: usize) {
             disturbed.push(Instant::now());
             what = "split worker 2";
             *events.entry(what).or_default() += 1;
+        } else if step >= readd_at && !readded && down.is_empty() {
+            // worker 1 removed from the cluster (its shards drained away first) and added back:
+            // a new Citus group, and from the coordinator the next node id, whatever group ids
+            // the coordinator's crashes skipped
+            let p = ports[1];
+            let skipped_to = cl.coord.one_i64("SELECT last_value FROM pg_dist_groupid_seq");
+            cl.coord.sql(&format!("SELECT citus_drain_node('127.0.0.1', {p}, shard_transfer_mode => 'block_writes')"));
+            cl.coord.sql(&format!("SELECT citus_remove_node('127.0.0.1', {p})"));
+            cl.coord.sql(&format!("SELECT citus_add_node('127.0.0.1', {p})"));
+            let group: i32 = tcp(p).query_one("SELECT groupid FROM pg_dist_local_group", &[]).unwrap().get(0);
+            let next = ids.iter().max().unwrap() + 1;
+            let back = recovery_time(Duration::from_secs(30), || {
+                tcp(p)
+                    .query_one("SELECT node_id FROM seqgen_snowflake_decode(seqgen_snowflake())", &[])
+                    .is_ok_and(|r| r.get::<_, i32>(0) as usize == next)
+            });
+            println!(
+                "step {step} (seed {seed}): worker 1 removed and added again as group {group} (the group sequence stood at \
+                 {skipped_to}), numbering with node id {next} {back:?} later"
+            );
+            ids[1] = next;
+            disturbed[1] = Instant::now();
+            readded = true;
+            what = "remove and add worker 1";
+            *events.entry(what).or_default() += 1;
         } else if roll < 84 {
             // a server event
             let i = rng.random_range(0..nodes.len());
@@ -1175,10 +1206,13 @@ fn citus_fuzz(seed: u64, steps: usize) {
                     *events.entry(what).or_default() += 1;
                 }
                 _ => {
-                    nodes[0].stop("fast");
+                    // a restart, or a crash (Citus's group sequence then skips ahead: the node
+                    // ids a worker added later gets must not)
+                    let crash = rng.random_range(0..2) == 0;
+                    nodes[0].stop(if crash { "immediate" } else { "fast" });
                     nodes[0].start();
                     disturbed[0] = Instant::now();
-                    what = "restart coordinator";
+                    what = if crash { "crash coordinator" } else { "restart coordinator" };
                     *events.entry(what).or_default() += 1;
                 }
             }
