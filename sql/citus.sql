@@ -102,9 +102,9 @@ REVOKE ALL ON TABLE seqgen.citus_group_confirmed FROM PUBLIC;
 -- On a Citus coordinator: the node id of every Citus group that numbers with pg_seqgen,
 -- assigned here once and never again: one per group a worker confirmed (a worker added, a
 -- clone split off), not one per id Citus's group sequence skips (a coordinator crash skips up
--- to 32, a failed citus_add_node one). The coordinator is node 0. A row with no group marks
--- the ids Citus handed out before the first assignment (a group removed earlier numbered with
--- its id). Dumped with the coordinator, so a restored coordinator never assigns one again.
+-- to 32, a failed citus_add_node one). The coordinator is node 0. After an update from 0.5.0
+-- (which numbered with group ids), a row with no group marks the ids Citus had handed out by
+-- then (a group removed earlier numbered with its id). Dumped with the coordinator's data.
 CREATE TABLE seqgen.citus_node_ids (
     node_id pg_catalog.int8 PRIMARY KEY,
     groupid pg_catalog.int8 UNIQUE,
@@ -115,16 +115,15 @@ REVOKE ALL ON TABLE seqgen.citus_node_ids FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('seqgen.citus_node_ids', '');
 
 -- On a Citus coordinator: the node id of group group_id, assigned at its first call (a
--- worker's "pg_seqgen sync" process calls it when it confirms its group). The first call of
--- all keeps the ids of the groups listed then equal to their group ids (what they numbered
--- with before) and assigns none at or below the highest group id Citus handed out.
+-- worker's "pg_seqgen sync" process calls it when it confirms its group) as one above every
+-- id before. The first call of a fresh install, before which no worker numbered, gives the
+-- groups listed then 1, 2, ... in group order.
 CREATE FUNCTION @extschema@.seqgen_cluster_node_id(group_id pg_catalog.int8) RETURNS pg_catalog.int8
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     n pg_catalog.int8;
-    handed pg_catalog.int8;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
         RAISE EXCEPTION 'seqgen_cluster_node_id() needs Citus in this database'
@@ -147,12 +146,8 @@ BEGIN
     LOCK TABLE seqgen.citus_node_ids IN SHARE ROW EXCLUSIVE MODE;
     IF NOT EXISTS (SELECT 1 FROM seqgen.citus_node_ids) THEN
         INSERT INTO seqgen.citus_node_ids (node_id, groupid, assigned)
-        SELECT g, g, pg_catalog.now()
+        SELECT pg_catalog.row_number() OVER (ORDER BY listed.g) OPERATOR(pg_catalog.-) 1, listed.g, pg_catalog.now()
         FROM (SELECT 0::pg_catalog.int8 UNION SELECT d.groupid FROM pg_catalog.pg_dist_node d) AS listed(g);
-        SELECT s.last_value INTO handed FROM pg_catalog.pg_dist_groupid_seq s;
-        INSERT INTO seqgen.citus_node_ids (node_id, groupid, assigned)
-        VALUES (handed, NULL, pg_catalog.now())
-        ON CONFLICT DO NOTHING;
     END IF;
     SELECT m.node_id INTO n FROM seqgen.citus_node_ids m WHERE m.groupid OPERATOR(pg_catalog.=) group_id;
     IF FOUND THEN

@@ -7,7 +7,7 @@
 //! version this node applied last: only the version comes back when nothing changed. A new
 //! version is applied with the functions of configuration as code, so every check of theirs
 //! holds here too, in one transaction. Counters never travel: each node reserves from its own
-//! copy of the row, and its IDs carry its group id (`plumbing::node`).
+//! copy of the row, and its IDs carry its node id (`plumbing::node`).
 //!
 //! The read runs in a process of its own so that a coordinator that does not answer (a
 //! network partition, a stopped process) never holds up the allocator: the worker draws on
@@ -175,7 +175,7 @@ fn confirm_group(h: &Header) -> bool {
             h.confirm_failing.store(0, Ordering::Release);
             log!("pg_seqgen sync: Citus group {g} is confirmed as this server's own; the coordinator's node id for it is {id}");
             node::publish_confirmed(h, g, id);
-            h.citus_node.load(Ordering::Acquire) == id
+            h.citus_node.load(Ordering::Acquire) == node::pack(g, id)
         }
         Ok(Err(why)) | Err(crate::background::process::JobError { msg: why, .. }) => {
             if h.confirm_failing.swap(1, Ordering::AcqRel) == 0 {

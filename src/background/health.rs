@@ -198,7 +198,8 @@ fn seqgen_node() -> TableIterator<
         id,
         source.to_string(),
         match g {
-            g if g >= 0 || g == node::UNCONFIRMED => Some(h.citus_candidate.load(Ordering::Acquire) as i32),
+            g if g >= 0 => Some(node::group_of(g) as i32),
+            node::UNCONFIRMED => Some(h.citus_candidate.load(Ordering::Acquire) as i32),
             _ => None,
         },
         recorded(h.sync_ok_ms.load(Ordering::Acquire)),

@@ -39,7 +39,7 @@ struct Local {
     key_text: String,
     /// The tag's key, for `{seq:N:opaque}`.
     key: Option<Key>,
-    /// This node's id when the template was read (a Citus group id is never reused, so one
+    /// This node's id when the template was read (a Citus node id is never reused, so one
     /// read before a change renders no other node's numbers).
     node: u32,
     span: Option<Span>,

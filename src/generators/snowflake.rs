@@ -144,7 +144,7 @@ fn layout_node() -> i64 {
     }
 }
 
-/// The node id a status row shows: the one this database's IDs carry (on Citus the group id;
+/// The node id a status row shows: the one this database's IDs carry (on Citus the coordinator's node id for its group;
 /// -1 while it is not known).
 pub fn status_node(layout: &Layout) -> i32 {
     if !node::citus_preloaded() {

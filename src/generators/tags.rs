@@ -85,7 +85,7 @@ pub(crate) fn create_row(
     admin_checks()?;
     let owner = i64::from(unsafe { pg_sys::GetUserId() }.to_u32());
     // on Citus every node draws from its own copy of the tag, its values interleaved by its
-    // group id (plumbing::node)
+    // node id (plumbing::node)
     let node_bits = if node::is_citus(crate::plumbing::directory::attach()?) { node::CITUS_NODE_BITS } else { 0 };
     // the catalog bounds the number of tags, not shared memory (a cache of the tags in use)
     let inserted = bounded_lock_wait(|| {

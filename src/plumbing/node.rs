@@ -37,6 +37,25 @@ pub use crate::plumbing::shmem::{
 /// and 255 workers added over the cluster's life).
 pub const CITUS_NODE_BITS: i32 = 8;
 
+/// `Header::citus_node` of a published identity: the group and its node id in one word, so
+/// that both change together (a group id and a node id each fit in 31 bits).
+#[inline]
+pub fn pack(group: i64, node: i64) -> i64 {
+    (group << 32) | (node & 0xffff_ffff)
+}
+
+/// The node id of a published identity ([`pack`]).
+#[inline]
+pub fn node_of(word: i64) -> u32 {
+    (word & 0xffff_ffff) as u32
+}
+
+/// The group of a published identity ([`pack`]).
+#[inline]
+pub fn group_of(word: i64) -> i64 {
+    word >> 32
+}
+
 /// Citus is in `shared_preload_libraries` (set by the postmaster, inherited by every process).
 static CITUS: AtomicBool = AtomicBool::new(false);
 
@@ -136,7 +155,7 @@ pub fn citus_preloaded() -> bool {
 pub fn id(h: &Header) -> Result<u32> {
     let g = h.citus_node.load(Ordering::Acquire);
     if g >= 0 {
-        return Ok(g as u32);
+        return Ok(node_of(g));
     }
     if g == NOT_CITUS {
         return Ok(guc::NODE_ID.get().max(0) as u32);
@@ -201,7 +220,7 @@ fn slow_id(h: &Header) -> Result<u32> {
         }
     });
     match answer {
-        Some(g) if g >= 0 => Ok(g as u32),
+        Some(g) if g >= 0 => Ok(node_of(g)),
         Some(NOT_CITUS) => Ok(guc::NODE_ID.get().max(0) as u32),
         Some(UNCONFIRMED) => Err(SeqgenError::GroupNotConfirmed(h.citus_candidate.load(Ordering::Acquire))),
         Some(_) => Err(SeqgenError::NotInCluster),
@@ -380,23 +399,38 @@ pub fn confirm(g: i64) -> std::result::Result<i64, String> {
         if theirs.trim() != mine {
             return Ok(Err(format!("{host}:{port}, which Citus lists for group {g}, is another server")));
         }
-        // the node id: assigned by the coordinator, once per group
-        let node = match on_coordinator(c, "seqgen_cluster_node_id(%L)", &[Some(&g.to_string())]) {
-            Ok(text) => match text.trim().parse::<i64>() {
-                Ok(n) if n > 0 => n,
-                _ => return Ok(Err(format!("the coordinator assigned group {g} the node id {text:?}"))),
-            },
-            Err(why) => return Ok(Err(format!("asking the coordinator for group {g}'s node id: {why}"))),
-        };
-        if confirmations_kept(c)? {
-            c.update("DELETE FROM seqgen.citus_group_confirmed", None, &[])?;
-            c.update(
-                "INSERT INTO seqgen.citus_group_confirmed (groupid, node_id, timeline, server, confirmed) \
-                 VALUES ($1, $2, $3, $4, pg_catalog.now())",
-                None,
-                &[g.into(), node.into(), tl.into(), this_server().into()],
-            )?;
+        if !confirmations_kept(c)? {
+            // the extension is not updated yet (0.5.0's catalog): number with the group id, as
+            // 0.5.0 did (the update keeps every listed group's id equal to its group)
+            return Ok(Ok(g));
         }
+        // the node id: assigned by the coordinator, once per group, and never changed (a
+        // promoted standby has its primary's confirmation row: the coordinator is not asked)
+        let kept = c
+            .select(
+                "SELECT pg_catalog.min(node_id) FROM seqgen.citus_group_confirmed WHERE groupid OPERATOR(pg_catalog.=) $1",
+                Some(1),
+                &[g.into()],
+            )?
+            .first()
+            .get::<i64>(1)?;
+        let node = match kept {
+            Some(n) => n,
+            None => match on_coordinator(c, "seqgen_cluster_node_id(%L)", &[Some(&g.to_string())]) {
+                Ok(text) => match text.trim().parse::<i64>() {
+                    Ok(n) if n > 0 => n,
+                    _ => return Ok(Err(format!("the coordinator assigned group {g} the node id {text:?}"))),
+                },
+                Err(why) => return Ok(Err(format!("asking the coordinator for group {g}'s node id: {why}"))),
+            },
+        };
+        c.update("DELETE FROM seqgen.citus_group_confirmed", None, &[])?;
+        c.update(
+            "INSERT INTO seqgen.citus_group_confirmed (groupid, node_id, timeline, server, confirmed) \
+             VALUES ($1, $2, $3, $4, pg_catalog.now())",
+            None,
+            &[g.into(), node.into(), tl.into(), this_server().into()],
+        )?;
         Ok(Ok(node))
     })
     .unwrap_or_else(|e: pgrx::spi::Error| Err(e.to_string()))
@@ -439,7 +473,7 @@ pub fn publish_group(h: &Header, read: GroupRead) {
     let now = h.citus_node.load(Ordering::Acquire);
     let Some(node) = node else {
         // a worker's group not confirmed here (as far as this read saw)
-        if now >= 0 && h.citus_candidate.load(Ordering::Acquire) == g {
+        if now >= 0 && group_of(now) == g {
             // confirmed by the sync process since this read began
             return;
         }
@@ -459,8 +493,9 @@ pub fn publish_group(h: &Header, read: GroupRead) {
         return;
     };
     h.citus_candidate.store(g, Ordering::Release);
-    let before = h.citus_node.swap(node, Ordering::AcqRel);
-    announce(h, before, node);
+    let word = if g >= 0 { pack(g, node) } else { g };
+    let before = h.citus_node.swap(word, Ordering::AcqRel);
+    announce(h, before, word);
 }
 
 /// The sync process confirmed group `g` with node id `node` ([`confirm`]): publish it unless
@@ -468,13 +503,15 @@ pub fn publish_group(h: &Header, read: GroupRead) {
 pub fn publish_confirmed(h: &Header, g: i64, node: i64) {
     // only over the state the confirmation began in: the allocator may have read another
     // group (or none) meanwhile
+    let word = pack(g, node);
     if h.citus_candidate.load(Ordering::Acquire) == g
-        && h.citus_node.compare_exchange(UNCONFIRMED, node, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        && h.citus_node.compare_exchange(UNCONFIRMED, word, Ordering::AcqRel, Ordering::Acquire).is_ok()
     {
         if h.citus_candidate.load(Ordering::Acquire) != g {
             // the allocator read another group between the two loads: not confirmed after all
-            // (and what a backend prepared with it meanwhile is not served)
-            if h.citus_node.compare_exchange(node, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            // (and what a backend prepared with it meanwhile is not served); a read of the
+            // other group that missed this publication demotes it too (`group_of` differs)
+            if h.citus_node.compare_exchange(word, UNCONFIRMED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                 crate::plumbing::shmem::retire_all();
             }
         }
@@ -482,8 +519,8 @@ pub fn publish_confirmed(h: &Header, g: i64, node: i64) {
     }
 }
 
-/// After the node id went from `before` to `g` (or a negative state): retire what was
-/// prepared with the old one, wake the waiters, log.
+/// After the identity went from `before` to `g` ([`pack`]ed, or a negative state): retire
+/// what was prepared with the old one, wake the waiters, log.
 fn announce(h: &Header, before: i64, g: i64) {
     if before >= 0 && before != g {
         // blocks and numbers this node's backends prepared with a group that is no longer
@@ -497,9 +534,9 @@ fn announce(h: &Header, before: i64, g: i64) {
     h.identity_seq.fetch_add(1, Ordering::AcqRel);
     if before != g && g != NOT_CITUS {
         if g >= 0 {
-            let group = h.citus_candidate.load(Ordering::Acquire);
+            let (group, node) = (group_of(g), node_of(g));
             pgrx::log!(
-                "pg_seqgen: this node's Citus group id is {group}; the node id of this database's IDs is {g} \
+                "pg_seqgen: this node's Citus group id is {group}; the node id of this database's IDs is {node} \
                  (the coordinator's assignment for the group)"
             );
         } else if g == UNCONFIRMED {

@@ -181,8 +181,8 @@ pub struct Header {
     /// Bumped whenever a slot of this database stops serving its tag (after its generation):
     /// a backend's block of values claimed under an older value checks its slot again.
     pub retire_epoch: AtomicU64,
-    /// This node's node id on Citus (`plumbing::node`: the coordinator's assignment for its
-    /// group), or one of the negative states [`CITUS_NONE`], [`CITUS_UNKNOWN`],
+    /// This node's identity on Citus (`plumbing::node::pack`: its group and the node id the
+    /// coordinator assigned the group, in one word), or one of the negative states [`CITUS_NONE`], [`CITUS_UNKNOWN`],
     /// [`CITUS_NOT_MEMBER`], [`CITUS_UNCONFIRMED`]. Written by the allocator, and by the sync
     /// process that confirms a group.
     pub citus_node: AtomicI64,
