@@ -434,6 +434,47 @@ fn citus_node_outside_the_metadata_is_refused() {
     println!("numbering {t:?} after joining");
     let plain = s.query_one("SELECT node_bits FROM seqgen.alloc WHERE biz_tag = 't'", &[]).unwrap().get::<_, i32>(0);
     assert_eq!(plain, 8, "a tag created in a Citus database gets node bits");
+
+    // node ids (issue 30, item 3), as the coordinator assigns them to the groups its workers
+    // confirm (inactive nodes here: listed, never reached): dense whatever Citus's group
+    // sequence skipped, and a fresh install's first assignment numbers the groups listed
+    // then in group order
+    c.sql(
+        "SELECT setval('pg_dist_groupid_seq', 40); \
+         SELECT citus_add_inactive_node('127.0.0.1', 56901); SELECT citus_add_inactive_node('127.0.0.1', 56902)",
+    );
+    let mut id = |g: i64| s.query_one("SELECT seqgen_cluster_node_id($1)", &[&g]).map(|r| r.get::<_, i64>(0));
+    assert_eq!(id(42).unwrap(), 2, "group 42, listed at the first assignment");
+    assert_eq!(id(41).unwrap(), 1, "group 41, listed at the first assignment");
+    c.sql("SELECT setval('pg_dist_groupid_seq', 300); SELECT citus_add_inactive_node('127.0.0.1', 56903)");
+    assert_eq!(id(301).unwrap(), 3, "group 301, after the sequence skipped");
+    assert_eq!(id(301).unwrap(), 3, "asked again");
+    for g in [999, 0, -1] {
+        let e = id(g).unwrap_err();
+        assert_eq!(sqlstate(&e).as_deref(), Some("55000"), "group {g}: {e:?}");
+    }
+    let ids = |s: &mut Client| -> String {
+        s.query_one(
+            "SELECT string_agg(node_id || ':' || coalesce(groupid::text, '-'), ' ' ORDER BY node_id) FROM seqgen.citus_node_ids",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(ids(&mut s), "0:0 1:41 2:42 3:301");
+    // the update from 0.5.0, which numbered with group ids, instead keeps every listed group
+    // at its group id and reserves every id up to the group sequence's value then: its block
+    // of the update script, run as the update runs it (on an empty table)
+    let script =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../sql/pg_seqgen--0.5.0--0.6.0.sql")).unwrap();
+    let from = script.find("-- 0.5.0 numbered with Citus group ids").expect("the update's seeding block");
+    let to = from + script[from..].find("\n$$;\n").unwrap() + 4;
+    c.sql("TRUNCATE seqgen.citus_node_ids; SELECT setval('pg_dist_groupid_seq', 320)");
+    c.sql(&script[from..to]);
+    assert_eq!(ids(&mut s), "0:0 41:41 42:42 301:301 320:-");
+    c.sql("SELECT citus_add_inactive_node('127.0.0.1', 56904)");
+    let mut id = |g: i64| s.query_one("SELECT seqgen_cluster_node_id($1)", &[&g]).map(|r| r.get::<_, i64>(0));
+    assert_eq!(id(321).unwrap(), 321, "a group added after the update: above every reserved id");
 }
 
 #[test]
