@@ -652,6 +652,11 @@ BEGIN
             INSERT INTO seqgen.citus_node_ids (node_id, groupid, assigned)
             SELECT s.last_value, NULL, pg_catalog.now() FROM pg_catalog.pg_dist_groupid_seq s
             ON CONFLICT DO NOTHING;
+            IF (SELECT pg_catalog.max(m.node_id) FROM seqgen.citus_node_ids m) OPERATOR(pg_catalog.>=) 255 THEN
+                RAISE WARNING 'Citus group ids had reached % before this update, so workers added from now on get node ids above 255',
+                    (SELECT pg_catalog.max(m.node_id) FROM seqgen.citus_node_ids m)
+                    USING HINT = 'Tags created on Citus (8 node bits) refuse such workers; snowflakes (10 node bits) serve them up to 1023.';
+            END IF;
         END IF;
     END IF;
 END

@@ -873,7 +873,10 @@ fn note_catalog(h: &'static Header, oid: Option<u32>) {
     let oid = oid.unwrap_or(0);
     let before = h.catalog_oid.swap(oid, Ordering::AcqRel);
     if before != 0 && before != oid {
-        // The extension was dropped (and maybe created again): every loaded tag is stale.
+        // The extension was dropped (and maybe created again): every loaded tag is stale, and
+        // so is this node's Citus identity (its confirmation and node id went with the
+        // catalog: a recreated coordinator assigns ids afresh)
+        crate::plumbing::node::forget(h);
         shmem::retire_all();
     }
 }

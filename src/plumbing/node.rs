@@ -399,31 +399,43 @@ pub fn confirm(g: i64) -> std::result::Result<i64, String> {
         if theirs.trim() != mine {
             return Ok(Err(format!("{host}:{port}, which Citus lists for group {g}, is another server")));
         }
-        if !confirmations_kept(c)? {
-            // the extension is not updated yet (0.5.0's catalog): number with the group id, as
-            // 0.5.0 did (the update keeps every listed group's id equal to its group)
-            return Ok(Ok(g));
-        }
-        // the node id: assigned by the coordinator, once per group, and never changed (a
-        // promoted standby has its primary's confirmation row: the coordinator is not asked)
-        let kept = c
-            .select(
+        // the node id: the coordinator's, assigned once per group and never changed; this
+        // server's own record of it (a promoted standby has its primary's) serves when the
+        // coordinator does not answer, and must agree with it when it does
+        let table = confirmations_kept(c)?;
+        let kept = if table {
+            c.select(
                 "SELECT pg_catalog.min(node_id) FROM seqgen.citus_group_confirmed WHERE groupid OPERATOR(pg_catalog.=) $1",
                 Some(1),
                 &[g.into()],
             )?
             .first()
-            .get::<i64>(1)?;
-        let node = match kept {
-            Some(n) => n,
-            None => match on_coordinator(c, "seqgen_cluster_node_id(%L)", &[Some(&g.to_string())]) {
-                Ok(text) => match text.trim().parse::<i64>() {
-                    Ok(n) if n > 0 => n,
-                    _ => return Ok(Err(format!("the coordinator assigned group {g} the node id {text:?}"))),
-                },
-                Err(why) => return Ok(Err(format!("asking the coordinator for group {g}'s node id: {why}"))),
-            },
+            .get::<i64>(1)?
+        } else {
+            None
         };
+        let node = match (on_coordinator(c, "seqgen_cluster_node_id(%L)", &[Some(&g.to_string())]), kept) {
+            (Ok(text), kept) => match text.trim().parse::<i64>() {
+                Ok(n) if n > 0 && kept.is_none_or(|k| k == n) => n,
+                Ok(n) if n > 0 => {
+                    return Ok(Err(format!(
+                        "the coordinator gives group {g} node id {n}, but this server numbered with {} for it \
+                         (its data may come from another cluster)",
+                        kept.unwrap_or_default()
+                    )));
+                }
+                _ => return Ok(Err(format!("the coordinator assigned group {g} the node id {text:?}"))),
+            },
+            (Err(_), Some(k)) => k,
+            // a coordinator whose extension is not updated from 0.5.0 yet: number with the
+            // group id, as 0.5.0 did (its update keeps every listed group's id equal to its group)
+            (Err(why), None) if why.contains("seqgen_cluster_node_id") && why.contains("does not exist") => g,
+            (Err(why), None) => return Ok(Err(format!("asking the coordinator for group {g}'s node id: {why}"))),
+        };
+        if !table {
+            // this server's extension is not updated yet: nothing to record
+            return Ok(Ok(node));
+        }
         c.update("DELETE FROM seqgen.citus_group_confirmed", None, &[])?;
         c.update(
             "INSERT INTO seqgen.citus_group_confirmed (groupid, node_id, timeline, server, confirmed) \
@@ -498,6 +510,15 @@ pub fn publish_group(h: &Header, read: GroupRead) {
     announce(h, before, word);
 }
 
+/// The extension was dropped (and maybe created again): forget this node's identity, so that
+/// it is read, and on a worker confirmed with a node id from the new catalog, again.
+pub fn forget(h: &Header) {
+    let before = h.citus_node.swap(UNKNOWN, Ordering::AcqRel);
+    h.citus_candidate.store(UNKNOWN, Ordering::Release);
+    h.identity_want.store(1, Ordering::Release);
+    announce(h, before, UNKNOWN);
+}
+
 /// The sync process confirmed group `g` with node id `node` ([`confirm`]): publish it unless
 /// the group read since is another.
 pub fn publish_confirmed(h: &Header, g: i64, node: i64) {
@@ -532,7 +553,7 @@ fn announce(h: &Header, before: i64, g: i64) {
         h.sync_want.store(1, Ordering::Release);
     }
     h.identity_seq.fetch_add(1, Ordering::AcqRel);
-    if before != g && g != NOT_CITUS {
+    if before != g && g != NOT_CITUS && g != UNKNOWN {
         if g >= 0 {
             let (group, node) = (group_of(g), node_of(g));
             pgrx::log!(
