@@ -268,35 +268,6 @@ mod tests {
         refused("SELECT seqgen_next_batch('t_never_created', 3)", ERRCODE_UNDEFINED_OBJECT);
     }
 
-    /// An unknown tag that a column's DEFAULT draws from (the tag was here: a switchover whose
-    /// publication left out the catalog) must not be answered with a hint that starts it at 1
-    /// below the table's values (issue 31, item 9).
-    #[pg_test]
-    fn unknown_tag_named_by_a_default_points_above_its_values() {
-        autonomous(
-            "CREATE TABLE t_moved (id bigint DEFAULT seqgen_next('t_moved_tag'), v int); \
-             INSERT INTO t_moved (id, v) SELECT g, g FROM generate_series(1, 41) g",
-        );
-        let mut c = other_session("pgrx_tests");
-        let e = c.query_one("SELECT seqgen_next('t_moved_tag')", &[]).unwrap_err();
-        let e = e.as_db_error().expect("an error from the server");
-        assert_eq!(e.code().code(), "42704");
-        assert_eq!(e.message(), "tag \"t_moved_tag\" does not exist");
-        assert!(e.detail().is_some_and(|d| d.contains("column id of table t_moved")), "{:?}", e.detail());
-        let hint = e.hint().unwrap_or_default().to_string();
-        let call = "SELECT seqgen_create('t_moved_tag', 1000, (SELECT max(id) FROM t_moved) + 1)";
-        assert!(hint.contains(call), "{hint}");
-        // a tag no DEFAULT names keeps the plain hint
-        let e = c.query_one("SELECT seqgen_next('t_never_named')", &[]).unwrap_err();
-        assert_eq!(e.as_db_error().and_then(|d| d.hint()), Some("Create it with seqgen_create()."));
-        // and the call the hint gives starts above the table's values
-        c.batch_execute(call).unwrap();
-        c.batch_execute("INSERT INTO t_moved (v) VALUES (42)").unwrap();
-        let id: i64 = c.query_one("SELECT id FROM t_moved WHERE v = 42", &[]).unwrap().get(0);
-        assert_eq!(id, 42);
-        autonomous("DROP TABLE t_moved; SELECT seqgen_drop('t_moved_tag')");
-    }
-
     #[pg_test]
     fn duplicate_create() {
         autonomous("SELECT seqgen_create('t_dup', 7)");

@@ -25,8 +25,6 @@ pub enum SeqgenError {
     RowLocked(String),
     #[error("tag \"{0}\" does not exist")]
     UnknownTag(String),
-    #[error("tag \"{tag}\" does not exist")]
-    UnknownTagInDefault { tag: String, table: String, column: String },
     #[error("tag \"{tag}\" does not exist (this database subscribes to \"{subscription}\", which does not bring the pg_seqgen catalog)")]
     TagNotReplicated { tag: String, subscription: String },
     #[error("tag \"{tag}\" is not served here while subscription \"{subscription}\" replicates the pg_seqgen catalog into this database")]
@@ -158,7 +156,7 @@ impl SeqgenError {
             Raised { state, .. } => PgSqlErrorCode::from(*state),
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) | GaplessBusy { .. } => ERRCODE_LOCK_NOT_AVAILABLE,
-            UnknownTag(_) | UnknownTagInDefault { .. } | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
+            UnknownTag(_) | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
             TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) | GaplessPrivilege { .. } => {
                 ERRCODE_INSUFFICIENT_PRIVILEGE
             }
@@ -190,7 +188,6 @@ impl SeqgenError {
             GaplessOverwritten { column, .. } => format!("A BEFORE UPDATE trigger set column \"{column}\" to NULL or another value in the update that writes the number: the row would not keep its number (set to NULL, it would be numbered again, and again)."),
             KeyLimit { .. } => "Each key of seqgen_next(biz_tag, key) and seqgen_order_no(biz_tag, key) counts toward the role that owns its tag, whoever draws it; keys already in use still draw.".into(),
             GaplessNotWritten { .. } => "The update that writes the number changed no row: a BEFORE UPDATE trigger returned NULL, or a row-level security policy hides the row from the committing role.".into(),
-            UnknownTagInDefault { table, column, .. } => format!("The DEFAULT of column {column} of table {table} draws from it, so the table may hold values the tag gave before it went (a switchover whose publication left out pg_seqgen's catalog, a restore without it)."),
             _ => return None,
         })
     }
@@ -208,7 +205,6 @@ impl SeqgenError {
             Timeout { .. } => "Check the server log for the \"pg_seqgen allocator\" background worker; raise seqgen.allocation_timeout if the server is overloaded.".into(),
             RowLocked(_) => "Commit or roll back the transaction that holds the row (see pg_locks), then retry.".into(),
             UnknownTag(_) => "Create it with seqgen_create().".into(),
-            UnknownTagInDefault { tag, table, column } => format!("Create it above those values, not at 1, which would repeat them: for seqgen_next, SELECT seqgen_create('{tag}', 1000, (SELECT max({column}) FROM {table}) + 1); for order numbers and other generators see the logical replication section of the documentation."),
             TagNotReplicated { subscription, .. } => format!("Publish the catalog on the old side too (SELECT seqgen_publish('<publication>')), then ALTER SUBSCRIPTION \"{subscription}\" REFRESH PUBLICATION here. A tag created here by hand would start its numbering again."),
             CatalogReplicatedIn { subscription, .. } => format!("Draw on the publisher until the switchover; then ALTER SUBSCRIPTION \"{subscription}\" DISABLE (or DROP SUBSCRIPTION) here, and this side draws on above everything the publisher reserved. Drawing on both sides would repeat values."),
             TagPermission(t) => format!("The tag's owner can allow it: SELECT seqgen_grant('{t}', '<role>');"),

@@ -68,42 +68,10 @@ pub fn catalog_not_received() -> Option<String> {
     subs.into_iter().next().map(|s| s.name)
 }
 
-/// An unknown tag, with a hint when the likely reason is a subscription without the catalog,
-/// or when a column's DEFAULT draws from it (the tag was here, and its values may be in the
-/// table: `seqgen_create` alone would start below them).
+/// An unknown tag, with a hint when the likely reason is a subscription without the catalog.
 pub fn unknown_tag(tag: &str) -> SeqgenError {
-    if let Some(subscription) = catalog_not_received() {
-        return SeqgenError::TagNotReplicated { tag: tag.to_string(), subscription };
-    }
-    match default_drawing_from(tag) {
-        Some((table, column)) => SeqgenError::UnknownTagInDefault { tag: tag.to_string(), table, column },
+    match catalog_not_received() {
+        Some(subscription) => SeqgenError::TagNotReplicated { tag: tag.to_string(), subscription },
         None => SeqgenError::UnknownTag(tag.to_string()),
     }
-}
-
-/// A column (table, quoted column name) whose DEFAULT calls a pg_seqgen function with `tag`
-/// as a literal, if there is one (an error's cold path: it reads `pg_attrdef`).
-fn default_drawing_from(tag: &str) -> Option<(String, String)> {
-    as_superuser(|| {
-        Spi::connect(|c| {
-            let t = c.select(
-                "SELECT d.adrelid::pg_catalog.regclass::pg_catalog.text, pg_catalog.quote_ident(a.attname) \
-                 FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a \
-                   ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid AND a.attnum OPERATOR(pg_catalog.=) d.adnum \
-                 WHERE pg_catalog.strpos(pg_catalog.pg_get_expr(d.adbin, d.adrelid), 'seqgen_') OPERATOR(pg_catalog.>) 0 \
-                   AND pg_catalog.strpos(pg_catalog.pg_get_expr(d.adbin, d.adrelid), pg_catalog.quote_literal($1)) \
-                       OPERATOR(pg_catalog.>) 0 \
-                 ORDER BY 1, 2 LIMIT 1",
-                Some(1),
-                &[tag.into()],
-            )?;
-            if t.is_empty() {
-                return Ok(None);
-            }
-            let r = t.first();
-            Ok::<_, pgrx::spi::Error>(Some((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?.unwrap_or_default())))
-        })
-    })
-    .ok()
-    .flatten()
 }
