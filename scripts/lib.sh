@@ -105,11 +105,22 @@ use_major() {
     export SEQGEN_PG_CONFIG=$PG_CONFIG  # the integration harness's installation
 }
 
+# use_build_cache: build into one target directory kept beside the PostgreSQL trees
+# ($PG_TREES/target, or CARGO_TARGET_DIR when set) rather than the clone's own, so that a
+# fresh clone on a machine that has run the suite before (CI) compiles only what changed:
+# cargo's fingerprints decide what is stale, as in any target directory. The Debian 13 root
+# has its own (scripts/debian13.sh).
+use_build_cache() {
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PG_TREES/target}
+    mkdir -p "$CARGO_TARGET_DIR" 2>/dev/null ||
+        { as_root mkdir -p "$CARGO_TARGET_DIR" && as_root chown "$(id -u):$(id -g)" "$CARGO_TARGET_DIR"; }
+}
+
 # Build (release) and install the extension into the installation of PG_MAJOR.
 install_extension() {
     say "building and installing pg_seqgen (release) into PostgreSQL $PG_MAJOR"
     local log=/tmp/pg_seqgen_install.log
-    if ! (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" cargo pgrx install --release --pg-config "$PG_CONFIG") >"$log" 2>&1; then
+    if ! (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" ${CARGO_TARGET_DIR:+"CARGO_TARGET_DIR=$CARGO_TARGET_DIR"} cargo pgrx install --release --pg-config "$PG_CONFIG") >"$log" 2>&1; then
         tail -50 "$log"
         echo "cargo pgrx install failed (full log: $log)" >&2
         return 1

@@ -10,12 +10,15 @@
 #      upgrades from released versions (cargo test -p seqgen-integration; each built from
 #      history for the major by scripts/old_version.sh, see "Which old releases" below), the
 #      operation fuzzer, and on 15 a Citus cluster (Citus 13.2 built once from
-#      ../shared/citus: scripts/citus.sh)
+#      ../shared/citus: scripts/citus.sh); two test files at a time (tests/integration/run.sh)
 # and last, with 15 among them:
 #   4. the Debian package: built by scripts/package.sh, installed with apt in place of the
 #      source install, used in a cluster, removed (tests/package_test.sh); for 15 on this
 #      machine, for 17 in the Debian 13 root against Debian's own postgresql-17
 # Installs whatever is missing first (apt packages, cargo-pgrx 0.18.0, cargo pgrx init).
+# What it builds is kept for the next run, also of another clone: the compiled crates in
+# $PG_TREES/target (scripts/lib.sh: use_build_cache), the old releases, Citus, the Debian 13
+# root and the wheels in $PG_TREES (default /var/cache/pg_seqgen).
 #
 # Which old releases: the upgrade scripts are SQL and the same for every major, so the whole
 # chain (every release in RELEASES) is tested on one major, Debian's (CHAIN_MAJOR); what does
@@ -31,6 +34,7 @@
 cd "$ROOT"
 
 ensure_deps
+if [ -z "${SEQGEN_IN_ROOT:-}" ]; then use_build_cache; fi
 # The test clusters listen on ports 55000 to 58999. Keep the kernel from giving those ports to
 # outgoing connections as their local ports: a client's ephemeral port once took the port a
 # standby was about to listen on ("could not bind ... Address already in use").
@@ -138,7 +142,7 @@ for major in $PG_MAJORS; do
     for v in "${RELEASES[@]}"; do
         var=$(old_var "$v")
         if [[ " $(releases_for "$major") " == *" $v "* ]]; then
-            export "$var=$(bash "$ROOT/scripts/old_version.sh" "$major" "$v" | tail -1)"
+            export "$var=$(SEQGEN_OLD_QUICK=1 bash "$ROOT/scripts/old_version.sh" "$major" "$v" | tail -1)"
         else
             unset "$var"
             # the chain from this release runs on CHAIN_MAJOR (SQL scripts, the same everywhere)
@@ -162,7 +166,8 @@ for major in $PG_MAJORS; do
     fi
     export SEQGEN_FUZZ_SEEDS=$(fuzz_seeds_for "$major")
     stage "pg$major: integration and fault suite (build and run, fuzzer seeds $SEQGEN_FUZZ_SEEDS)"
-    run cargo test -p seqgen-integration --test '*' -- --test-threads=2 --nocapture "${skips[@]}"
+    # the test files two at a time (tests/integration/run.sh: which files share ports, and why)
+    run bash "$ROOT/tests/integration/run.sh" "${skips[@]}"
 done
 
 # the Debian package for PostgreSQL 15: built, installed with apt, used, removed
