@@ -114,6 +114,15 @@ use_build_cache() {
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PG_TREES/target}
     mkdir -p "$CARGO_TARGET_DIR" 2>/dev/null ||
         { as_root mkdir -p "$CARGO_TARGET_DIR" && as_root chown "$(id -u):$(id -g)" "$CARGO_TARGET_DIR"; }
+    # cargo names this workspace's own crates by their path in the workspace, the same in every
+    # clone, and decides what is stale by file times: a clone whose files are older than what
+    # another clone built here would get that clone's crates. When the clone changes, its files
+    # are made newer than anything built, so its own crates compile again (dependencies stay).
+    local stamp="$CARGO_TARGET_DIR/.clone"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$ROOT" ]; then
+        git -C "$ROOT" ls-files -z | (cd "$ROOT" && xargs -0 touch -c)
+        echo "$ROOT" >"$stamp"
+    fi
 }
 
 # Build (release) and install the extension into the installation of PG_MAJOR.

@@ -15,10 +15,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 JOBS=${SEQGEN_TEST_JOBS:-2}
+[ "$JOBS" -ge 1 ] 2>/dev/null || { echo "SEQGEN_TEST_JOBS must be 1 or more" >&2; exit 2; }
 
 # files that share ports: one job each, in this order
 GROUPS_SHARING_PORTS=(
-    "citus order_no operate"  # Citus::start(56300) listens on 56301..56303; 56901..56904
+    "citus order_no operate"  # Citus::start(56300..) beside order_no 56301..; inactive nodes on operate's 56901..
     "databases uuid"          # 56801..56804
 )
 # the longest first, so that the two lanes end together (times on PostgreSQL 15, in seconds):
