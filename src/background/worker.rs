@@ -255,9 +255,14 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
     let name = match probe(resume) {
         Ok(Probe::Serving(name)) => name,
         Ok(Probe::Absent) => {
-            // No allocator where the extension is not installed. Looked at again with a new
-            // snapshot first: a CREATE EXTENSION may have committed since the first look.
-            if matches!(probe(resume), Ok(Probe::Absent)) {
+            // No allocator where the extension is not installed. A CREATE EXTENSION that was
+            // prepared (two-phase: Citus creates it so on its workers) released the area at
+            // its PREPARE, and its COMMIT PREPARED runs no code of ours: while this database
+            // has a prepared transaction (any may be creating the extension), the area is kept
+            // and the launcher starts this allocator again a second later, to look again. Then looked at again with a new
+            // snapshot: a CREATE EXTENSION may have committed since the first look (also one
+            // that was prepared, after the count).
+            if prepared_here() == Some(0) && matches!(probe(resume), Ok(Probe::Absent)) {
                 shmem::release_area(h, epoch, true);
             }
             return;
@@ -828,28 +833,34 @@ fn clear_acl_prepared(h: &'static Header) {
     }
 }
 
+/// How many prepared transactions this database has (None: the count failed). Any of them may
+/// be creating an extension: CREATE EXTENSION leaves no lock or row to tell it by (its lock on
+/// pg_extension is released as the row is written).
+fn prepared_here() -> Option<i64> {
+    count_in_own_transaction(
+        "SELECT count(*) FROM pg_catalog.pg_prepared_xacts p \
+         WHERE p.database OPERATOR(pg_catalog.=) pg_catalog.current_database()",
+    )
+}
+
 /// How many prepared transactions of this database hold a write lock on the catalog (a
 /// transaction that changed a grant or an owner holds RowExclusiveLock; pg_locks shows a
 /// prepared transaction's locks without a pid). One that only read it, or only checked a
 /// foreign key to it (a gapless number: RowShareLock), does not count. None: the count failed.
 fn prepared_catalog_writers() -> Option<i64> {
-    let n = in_transaction(|| {
-        in_subtransaction(|c| {
-            c.select(
-                "SELECT count(*) FROM pg_catalog.pg_locks l \
-                 WHERE l.pid IS NULL AND l.locktype OPERATOR(pg_catalog.=) 'relation' \
-                   AND l.mode OPERATOR(pg_catalog.<>) ALL ('{AccessShareLock,RowShareLock}'::pg_catalog.text[]) \
-                   AND l.relation OPERATOR(pg_catalog.=) pg_catalog.to_regclass('seqgen.alloc') \
-                   AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
-                                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
-                Some(1),
-                &[],
-            )?
-            .first()
-            .get::<i64>(1)
-        })
-    });
-    match n {
+    count_in_own_transaction(
+        "SELECT count(*) FROM pg_catalog.pg_locks l \
+         WHERE l.pid IS NULL AND l.locktype OPERATOR(pg_catalog.=) 'relation' \
+           AND l.mode OPERATOR(pg_catalog.<>) ALL ('{AccessShareLock,RowShareLock}'::pg_catalog.text[]) \
+           AND l.relation OPERATOR(pg_catalog.=) pg_catalog.to_regclass('seqgen.alloc') \
+           AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
+                           WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
+    )
+}
+
+/// The count a fixed statement returns, read in a transaction of its own (None: it failed).
+fn count_in_own_transaction(sql: &'static str) -> Option<i64> {
+    match in_transaction(|| in_subtransaction(|c| c.select(sql, Some(1), &[])?.first().get::<i64>(1))) {
         Ok(Ok(n)) => n,
         _ => None,
     }

@@ -357,3 +357,44 @@ fn restart_with_the_clock_behind_resumes_above_every_database() {
     l.assert_unique("snowflakes of two databases across a restart with the clock 30 s behind");
     c.set_clock_offset_ms(0);
 }
+
+/// A `CREATE EXTENSION` prepared and committed later (two-phase, as Citus creates pg_seqgen on
+/// its workers) gets its database an allocator at `COMMIT PREPARED`, with no call to claim one.
+/// Its PREPARE let the launcher start an allocator, which found no extension yet and gave the
+/// database up for good: a Citus worker then had no allocator (nor definitions sync) until
+/// something drew there. Found by the Citus tests run beside the others (a worker's listing
+/// never came).
+#[test]
+fn a_prepared_create_extension_gets_its_allocator() {
+    let c = Cluster::init("dbs_prepared", 56809, &["max_prepared_transactions = 4"]);
+    c.start();
+    c.sql("CREATE DATABASE p");
+    c.sql("CREATE DATABASE q");
+    let serving = |db: &str| c.log().contains(&format!("pg_seqgen allocator started, serving database \"{db}\""));
+    let mut s = c.connect_db("p");
+    s.batch_execute("BEGIN; CREATE EXTENSION pg_seqgen; PREPARE TRANSACTION 'ext'").unwrap();
+    // long enough for the allocator the PREPARE let start to look and find no extension
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!serving("p"), "an allocator served before the commit");
+    s.batch_execute("COMMIT PREPARED 'ext'").unwrap();
+    let t = recovery_time(Duration::from_secs(30), || serving("p"));
+    println!("database p's allocator started {t:?} after COMMIT PREPARED, with no call");
+
+    // rolled back: the database is given up once the prepared transaction is gone
+    let mut q = c.connect_db("q");
+    q.batch_execute("BEGIN; CREATE EXTENSION pg_seqgen; PREPARE TRANSACTION 'ext2'").unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    q.batch_execute("ROLLBACK PREPARED 'ext2'").unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!serving("q"), "an allocator serves a database without the extension");
+    // and its area is given up (seqgen_allocators lists every database that has one)
+    let listed = |s: &mut Client| -> Vec<String> {
+        s.query("SELECT database FROM seqgen_allocators() ORDER BY 1", &[]).unwrap().iter().map(|r| r.get(0)).collect()
+    };
+    let t = recovery_time(Duration::from_secs(30), || !listed(&mut s).contains(&"q".to_string()));
+    println!("database q given up {t:?} after the sleep: {:?}", listed(&mut s));
+    // and the extension created there later (one phase) is served
+    q.batch_execute("CREATE EXTENSION pg_seqgen").unwrap();
+    let t = recovery_time(Duration::from_secs(30), || serving("q"));
+    println!("database q's allocator started {t:?} after CREATE EXTENSION");
+}
