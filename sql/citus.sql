@@ -160,7 +160,6 @@ BEGIN
 END;
 $$;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) IS 'pg_seqgen (internal, on a Citus coordinator): the node id of a Citus group, assigned once and never reused';
 
 -- On a Citus coordinator: every node's refused changes.
 CREATE FUNCTION @extschema@.seqgen_cluster_refused(
@@ -194,5 +193,3 @@ BEGIN
 END;
 $$;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_refused() FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.seqgen_cluster_refused() IS
-    'On a Citus coordinator: each change of the tag definitions that a node refused to apply (every other change is applied there), with the reason and since when';

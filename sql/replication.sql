@@ -21,6 +21,9 @@ AS $$
 DECLARE
     t pg_catalog.regclass;
 BEGIN
+    IF publication IS NULL THEN
+        RAISE EXCEPTION 'publication must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_publication p WHERE p.pubname OPERATOR(pg_catalog.=) publication) THEN
         RAISE EXCEPTION 'publication "%" does not exist', publication USING ERRCODE = 'undefined_object';
     END IF;

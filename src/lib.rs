@@ -41,7 +41,8 @@ extension_sql_file!("../sql/replication.sql", name = "replication", requires = [
 extension_sql_file!("../sql/gapless.sql", name = "gapless", requires = ["catalog"]);
 extension_sql_file!("../sql/keys.sql", name = "keys", requires = ["catalog"]);
 extension_sql_file!("../sql/citus.sql", name = "citus", requires = ["catalog", background::health::seqgen_node]);
-extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
+// last: who may call each function, and what each is (its COMMENT)
+extension_sql_file!("../sql/functions.sql", name = "functions", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

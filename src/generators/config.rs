@@ -12,7 +12,7 @@ use pgrx::JsonB;
 use seqgen_core::config::{self, Config, TagConfig, TemplateConfig};
 
 use crate::generators::{gapless, opaque, order, tags};
-use crate::plumbing::error::{OrRaise, Result, SeqgenError};
+use crate::plumbing::error::{required, OrRaise, Result, SeqgenError};
 use crate::plumbing::session::{as_superuser, bounded_lock_wait};
 
 fn spi_err(e: pgrx::spi::Error) -> SeqgenError {
@@ -92,9 +92,10 @@ fn seqgen_config() -> JsonB {
 /// it changed, one row per change; applying the same document again returns no row.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_apply(
-    doc: JsonB,
-    drop_missing: default!(bool, false),
+    doc: Option<JsonB>,
+    drop_missing: default!(Option<bool>, false),
 ) -> TableIterator<'static, (name!(biz_tag, String), name!(action, String))> {
+    let (doc, drop_missing) = (required(doc, "doc"), required(drop_missing, "drop_missing"));
     TableIterator::new(apply(&doc.0, drop_missing).or_raise())
 }
 

@@ -13,7 +13,7 @@ use seqgen_core::opaque::{Domain, Key, KEY_BYTES};
 use seqgen_core::template;
 
 use crate::plumbing::catalog::first_row;
-use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
+use crate::plumbing::error::{check_tag, required, OrRaise, Result, SeqgenError};
 use crate::plumbing::{guc, node};
 
 /// The opaque counter value for counter value `v` of a tag whose counter values are permuted
@@ -93,8 +93,8 @@ pub fn ensure_key(tag: &str) -> Result<()> {
 /// (max_id, 2^63 - 1], above every ID issued in the clear before. For good (there is no way
 /// back).
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_make_opaque(biz_tag: &str) {
-    make_opaque(biz_tag).or_raise()
+fn seqgen_make_opaque(biz_tag: Option<&str>) {
+    make_opaque(required(biz_tag, "biz_tag")).or_raise()
 }
 
 pub(crate) fn make_opaque(tag: &str) -> Result<()> {

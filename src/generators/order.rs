@@ -20,7 +20,7 @@ use seqgen_core::segment::Draw;
 use seqgen_core::template::{self, Prepared, Span, Template, Tz, Unit};
 
 use crate::plumbing::directory::{self, code, forget, resolve, Resolved};
-use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
+use crate::plumbing::error::{check_tag, required, OrRaise, Result, SeqgenError};
 use crate::plumbing::guc::{self, Overflow};
 use crate::plumbing::local::BackendLocal;
 use crate::plumbing::node;
@@ -113,15 +113,23 @@ fn check_new_node_field(tag: &str, t: &Template) -> Result<u32> {
 /// template is replaced: a period that a template of that unit has used continues above its
 /// highest number. A template whose text cannot tell its periods apart is refused.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_set_template(biz_tag: &str, template: &str, time_zone: default!(&str, "'UTC'")) {
-    set_template(biz_tag, template, time_zone, false).or_raise()
+fn seqgen_set_template(biz_tag: Option<&str>, template: Option<&str>, time_zone: default!(Option<&str>, "'UTC'")) {
+    let (tag, template) = (required(biz_tag, "biz_tag"), required(template, "template"));
+    set_template(tag, template, required(time_zone, "time_zone"), false).or_raise()
 }
 
 /// The same, with `allow_repeats => true` to accept a template whose numbers repeat (e.g.
 /// `{dd}-{seq:4}`: the same numbers every month).
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_set_template")]
-fn seqgen_set_template_allow(biz_tag: &str, template: &str, time_zone: &str, allow_repeats: bool) {
-    set_template(biz_tag, template, time_zone, allow_repeats).or_raise()
+fn seqgen_set_template_allow(
+    biz_tag: Option<&str>,
+    template: Option<&str>,
+    time_zone: Option<&str>,
+    allow_repeats: Option<bool>,
+) {
+    let (tag, template) = (required(biz_tag, "biz_tag"), required(template, "template"));
+    let (zone, allow) = (required(time_zone, "time_zone"), required(allow_repeats, "allow_repeats"));
+    set_template(tag, template, zone, allow).or_raise()
 }
 
 pub(crate) fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {

@@ -474,8 +474,17 @@ fn seqgen_key_status(
 > {
     let biz_tag = biz_tag.ok_or(SeqgenError::NullArgument("biz_tag")).or_raise();
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
+    // a tag that does not exist is 42704 (not zero rows), and one the caller may not draw from
+    // shows none of its keys (42501): keys name tenants
+    match crate::plumbing::acl::may_draw(biz_tag) {
+        Ok(true) => {}
+        Ok(false) => SeqgenError::TagPermission(biz_tag.to_string()).raise(),
+        Err(e) => e.raise(),
+    }
+    // read with the extension's privileges (the catalog's schema is private): the caller may
+    // draw from the tag, checked above
     let rows = crate::plumbing::session::bounded_lock_wait(|| {
-        Spi::connect(|c| {
+        crate::plumbing::session::as_superuser(|| Spi::connect(|c| {
             let t = c.select(
                 "SELECT key, max_id, step, update_time FROM seqgen.key_counter \
                  WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND ($2::pg_catalog.text IS NULL OR key OPERATOR(pg_catalog.=) $2) \
@@ -491,7 +500,7 @@ fn seqgen_key_status(
                 rows.push((k, max_id, step, row.get::<pgrx::datum::TimestampWithTimeZone>(4)?));
             }
             Ok::<_, pgrx::spi::Error>(rows)
-        })
+        }))
     })
     .map_err(|e| SeqgenError::Internal(e.to_string()))
     .or_raise();

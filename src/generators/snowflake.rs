@@ -14,7 +14,7 @@ use pgrx::prelude::*;
 use seqgen_core::snowflake::{Clock, Events, Layout, NextError, Policy};
 
 use crate::plumbing::directory;
-use crate::plumbing::error::{OrRaise, Result, SeqgenError};
+use crate::plumbing::error::{required, OrRaise, Result, SeqgenError};
 use crate::plumbing::guc;
 use crate::plumbing::node;
 use crate::plumbing::shmem::{self, AreaClock, ClockShared, Header, WorkerStatus};
@@ -444,7 +444,8 @@ pub fn report_failure(h: &Header, kind: Kind, c: u32) {
 /// `seqgen.snowflake_max_borrow` would make every snowflake call fail until the clock reaches
 /// it, so it is refused (a typo is not a floor); see the overload with `force`.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_snowflake_advance(min_id: i64) -> i64 {
+fn seqgen_snowflake_advance(min_id: Option<i64>) -> i64 {
+    let min_id = required(min_id, "min_id");
     crate::plumbing::wait::begin_call();
     advance(min_id, false).or_raise()
 }
@@ -453,7 +454,8 @@ fn seqgen_snowflake_advance(min_id: i64) -> i64 {
 /// can borrow (snowflake calls then fail with 58000 until the clock reaches it;
 /// `seqgen_snowflake_rewind` is the way back from a mistake).
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_snowflake_advance")]
-fn seqgen_snowflake_advance_force(min_id: i64, force: bool) -> i64 {
+fn seqgen_snowflake_advance_force(min_id: Option<i64>, force: Option<bool>) -> i64 {
+    let (min_id, force) = (required(min_id, "min_id"), required(force, "force"));
     crate::plumbing::wait::begin_call();
     advance(min_id, force).or_raise()
 }
@@ -516,14 +518,14 @@ fn human_ms(ms: i64) -> String {
 /// `to_id` must be at least the highest snowflake ID your tables hold. Returns the value now
 /// stored.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_snowflake_rewind(to_id: i64) -> i64 {
-    rewind(Kind::Snowflake, to_id).or_raise()
+fn seqgen_snowflake_rewind(to_id: Option<i64>) -> i64 {
+    rewind(Kind::Snowflake, required(to_id, "to_id")).or_raise()
 }
 
 /// The same for the UUIDv7 reservation (`to_id` in its own units: unix ms << 21 | counter).
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_uuidv7_rewind(to_id: i64) -> i64 {
-    rewind(Kind::Uuid, to_id).or_raise()
+fn seqgen_uuidv7_rewind(to_id: Option<i64>) -> i64 {
+    rewind(Kind::Uuid, required(to_id, "to_id")).or_raise()
 }
 
 pub fn rewind(kind: Kind, to_id: i64) -> Result<i64> {

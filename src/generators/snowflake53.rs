@@ -58,6 +58,6 @@ fn seqgen_snowflake53_status() -> TableIterator<
 
 /// The way back from a 53-bit floor accepted by mistake, as `seqgen_snowflake_rewind`.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_snowflake53_rewind(to_id: i64) -> i64 {
-    snowflake::rewind(Kind::Snowflake53, to_id).or_raise()
+fn seqgen_snowflake53_rewind(to_id: Option<i64>) -> i64 {
+    snowflake::rewind(Kind::Snowflake53, crate::plumbing::error::required(to_id, "to_id")).or_raise()
 }

@@ -15,7 +15,7 @@ use seqgen_core::adaptive::MAX_NODE_BITS;
 use crate::plumbing::acl::require_owner;
 use crate::plumbing::catalog::first_row;
 use crate::plumbing::directory::{self, admin_checks};
-use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
+use crate::plumbing::error::{check_tag, required, OrRaise, Result, SeqgenError};
 use crate::plumbing::node;
 use crate::plumbing::pending::{at_commit, Action};
 use crate::plumbing::session::{as_superuser, bounded_lock_wait, with_settings};
@@ -122,8 +122,8 @@ pub(crate) fn create_row(
 
 /// Drop a tag. Its slot is retired when the calling transaction commits.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_drop(biz_tag: &str) {
-    drop_tag(biz_tag).or_raise()
+fn seqgen_drop(biz_tag: Option<&str>) {
+    drop_tag(required(biz_tag, "biz_tag")).or_raise()
 }
 
 pub(crate) fn drop_tag(tag: &str) -> Result<()> {
@@ -144,8 +144,8 @@ pub(crate) fn drop_tag(tag: &str) -> Result<()> {
 /// `counter << node_bits | seqgen.node_id`. Values stay above every ID issued before. Set once:
 /// node bits never change afterwards (see `set_node_bits`). Transactional.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_set_node_bits(biz_tag: &str, node_bits: i32) {
-    set_node_bits(biz_tag, node_bits).or_raise()
+fn seqgen_set_node_bits(biz_tag: Option<&str>, node_bits: Option<i32>) {
+    set_node_bits(required(biz_tag, "biz_tag"), required(node_bits, "node_bits")).or_raise()
 }
 
 pub(crate) fn set_node_bits(tag: &str, bits: i32) -> Result<()> {
@@ -248,14 +248,14 @@ pub(crate) fn alter(tag: Option<&str>, step: Option<i32>, description: Option<&s
 /// left (a typo that would end the tag; see the overload with `force`). Transactional (the
 /// row stays locked until the caller commits).
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_restart(biz_tag: &str, start_with: i64) {
-    restart(biz_tag, start_with, false).or_raise()
+fn seqgen_restart(biz_tag: Option<&str>, start_with: Option<i64>) {
+    restart(required(biz_tag, "biz_tag"), required(start_with, "start_with"), false).or_raise()
 }
 
 /// `seqgen_restart` with `force => true`: also a jump over more than half of what is left.
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_restart")]
-fn seqgen_restart_force(biz_tag: &str, start_with: i64, force: bool) {
-    restart(biz_tag, start_with, force).or_raise()
+fn seqgen_restart_force(biz_tag: Option<&str>, start_with: Option<i64>, force: Option<bool>) {
+    restart(required(biz_tag, "biz_tag"), required(start_with, "start_with"), required(force, "force")).or_raise()
 }
 
 pub(crate) fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
@@ -310,8 +310,8 @@ pub(crate) fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
 /// none was drawn): numbering continues above what was reserved before the restart. For a
 /// restart accepted by mistake (a mistyped floor, or `force`). Returns the next value.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_restart_undo(biz_tag: &str) -> i64 {
-    restart_undo(biz_tag).or_raise()
+fn seqgen_restart_undo(biz_tag: Option<&str>) -> i64 {
+    restart_undo(required(biz_tag, "biz_tag")).or_raise()
 }
 
 fn restart_undo(tag: &str) -> Result<i64> {
@@ -366,15 +366,15 @@ fn role_oid(name: &str) -> Result<Option<pg_sys::Oid>> {
 /// USAGE ON SEQUENCE`. The role still needs EXECUTE on the drawing functions. The tag's owner
 /// (or a superuser) only. Transactional.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_grant(biz_tag: &str, role: &str) {
-    set_grant(biz_tag, role, true).or_raise()
+fn seqgen_grant(biz_tag: Option<&str>, role: Option<&str>) {
+    set_grant(required(biz_tag, "biz_tag"), required(role, "role"), true).or_raise()
 }
 
 /// Take back `seqgen_grant(biz_tag, role)`. Transactional: backends check again when it
 /// commits.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_revoke(biz_tag: &str, role: &str) {
-    set_grant(biz_tag, role, false).or_raise()
+fn seqgen_revoke(biz_tag: Option<&str>, role: Option<&str>) {
+    set_grant(required(biz_tag, "biz_tag"), required(role, "role"), false).or_raise()
 }
 
 pub(crate) fn set_grant(tag: &str, role: &str, grant: bool) -> Result<()> {

@@ -269,6 +269,13 @@ impl<T> OrRaise<T> for Result<T> {
     }
 }
 
+/// An argument of an administrative call, which must not be NULL: raises 22004 naming it
+/// (draws are STRICT instead, like `nextval`). One rule for every administrative function.
+#[inline]
+pub fn required<T>(value: Option<T>, name: &'static str) -> T {
+    value.ok_or(SeqgenError::NullArgument(name)).or_raise()
+}
+
 /// A slot name: a tag, or a tag and the key of one of its keyed counters.
 pub fn check_name(name: &str) -> Result<()> {
     match crate::plumbing::shmem::split_name(name) {

@@ -299,7 +299,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     21..=22 => Admin::Apply(rng.random_range(0..2), t),
                     23 if rng.random_bool(0.3) => Admin::Apply(2, t),
                     24 => Admin::KeyStatus(t),
-                    _ => Admin::BadInput(rng.random_range(0..10)),
+                    _ => Admin::BadInput(rng.random_range(0..14)),
                 };
                 // a raise by an hour that commits would rightly refuse calls for an hour: only
                 // shapes that end in a rollback (or a refused PREPARE) for those
@@ -843,6 +843,11 @@ impl Run {
                 r#"SELECT * FROM seqgen_apply('{"version": 1, "tags": {"b": {"template": {"text": "F{seq:0}"}}}}')"#,
                 "SELECT seqgen_order_no('c', '')",
                 "SELECT seqgen_set_template('c', '{key}{node}{seq:2}')",
+                // NULLs in administrative calls: 22004, not silence (issue 31, item 4)
+                "SELECT seqgen_restart('a', NULL)",
+                "SELECT seqgen_grant('b', NULL)",
+                "SELECT seqgen_set_template('c', 'N{seq:3}', NULL)",
+                "SELECT * FROM seqgen_apply(NULL)",
             ][*i]
                 .to_string(),
             Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),
@@ -883,6 +888,10 @@ impl Run {
             _ => vec![a.clone()],
         };
         let r = rows.and(ended);
+        // bad input is refused (with a documented code, checked by the caller), never accepted
+        if let (Admin::BadInput(_), Ok(_)) = (a, &r) {
+            return Err(format!("bad input was accepted: {sql}"));
+        }
         // node bits change how values are laid out, whatever the outcome
         if let Admin::NodeBits(..) = a {
             self.model_admin(db, a, None);

@@ -213,6 +213,21 @@ fn keyed_counters_refuse_bad_input_and_follow_the_tag() {
     assert_eq!(one_key.len(), 1);
     let e = a.query("SELECT * FROM seqgen_key_status(NULL)", &[]).unwrap_err();
     assert_eq!(sqlstate(&e).as_deref(), Some("22004"), "{e}");
+    // a tag that does not exist is an error, not zero rows (issue 31, item 7)
+    let e = a.query("SELECT * FROM seqgen_key_status('nope')", &[]).unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("42704"), "{e}");
+    // keys name tenants: a role that may not draw from the tag sees none of them (42501), one
+    // granted the tag sees them
+    a.batch_execute(
+        "CREATE ROLE keys_peer; GRANT EXECUTE ON FUNCTION seqgen_key_status(text, text) TO keys_peer;
+         SET ROLE keys_peer",
+    )
+    .unwrap();
+    let e = a.query("SELECT * FROM seqgen_key_status('t')", &[]).unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{e}");
+    a.batch_execute("RESET ROLE; SELECT seqgen_grant('t', 'keys_peer'); SET ROLE keys_peer").unwrap();
+    assert_eq!(a.query("SELECT * FROM seqgen_key_status('t')", &[]).unwrap().len(), 2);
+    a.batch_execute("RESET ROLE").unwrap();
     let refused = [
         ("SELECT seqgen_next('t', '')", "22023"),
         (&*format!("SELECT seqgen_next('t', '{}')", "x".repeat(129)), "22023"),

@@ -42,3 +42,130 @@ fn without_the_preload_calls_are_refused_and_the_session_lives() {
     s.batch_execute("SELECT 1").unwrap();
     println!("without the preload: {refused} calls refused with 55000, the session alive");
 }
+
+/// Item 2 (in part): every function pg_seqgen puts in the user's schema has a COMMENT, so `\df+`
+/// describes it; internal ones say so. The descriptions are kept in one place, the end of
+/// `sql/functions.sql`, and the update script from 0.5.0 carries the same block (the upgrade
+/// tests compare every function's description after the update with a fresh install's).
+#[test]
+fn every_function_has_a_comment() {
+    let sql = |f: &str| std::fs::read_to_string(format!("{}/../../sql/{f}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let block = |s: &str| {
+        let (a, b) = (s.find("-- <comments>").expect("a <comments> block"), s.find("-- </comments>").unwrap());
+        s[a..b].to_string()
+    };
+    assert_eq!(
+        block(&sql("functions.sql")),
+        block(&sql("pg_seqgen--0.5.0--0.6.0.sql")),
+        "the update script's COMMENTs differ from sql/functions.sql"
+    );
+
+    let c = Cluster::init("s_comments", 57921, &[]);
+    c.start();
+    let mut s = c.connect();
+    s.batch_execute("CREATE EXTENSION pg_seqgen").unwrap();
+    let rows = s
+        .query(
+            "SELECT p.oid::regprocedure::text, p.pronamespace = 'seqgen'::regnamespace,
+                    obj_description(p.oid, 'pg_proc')
+               FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+               JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
+              WHERE d.deptype = 'e' ORDER BY 1",
+            &[],
+        )
+        .unwrap();
+    let mut missing = vec![];
+    let (mut user_facing, mut internal, mut in_seqgen) = (0, 0, 0);
+    for r in &rows {
+        let (f, private, comment): (String, bool, Option<String>) = (r.get(0), r.get(1), r.get(2));
+        if private {
+            in_seqgen += 1; // schema seqgen, not the user's: trigger functions of the catalog
+            continue;
+        }
+        match comment {
+            None => missing.push(f),
+            Some(c) if c.starts_with("pg_seqgen (internal") => internal += 1,
+            Some(c) => {
+                assert!(c.len() <= 200 && !c.ends_with('.'), "{f}: a COMMENT is one short line: {c:?}");
+                user_facing += 1
+            }
+        }
+    }
+    println!(
+        "functions in the user's schema: {user_facing} user-facing and {internal} internal, all with a COMMENT; \
+         {in_seqgen} more in schema seqgen"
+    );
+    assert!(missing.is_empty(), "functions without a COMMENT: {missing:#?}");
+    assert!(user_facing >= 50, "only {user_facing} user-facing functions found");
+}
+
+/// Item 4: one NULL rule. Every administrative function given NULLs raises 22004 naming an
+/// argument ("biz_tag must not be NULL"); draws and pure helpers are STRICT like `nextval` and
+/// answer NULL. Every function in the user's schema that takes arguments is called with NULL
+/// for each, so a new function cannot slip through. Gapless draws raise 22004 instead: a gapless
+/// number is never NULL (it fills a column at commit).
+#[test]
+fn every_function_follows_one_null_rule() {
+    let c = Cluster::init("s_nulls", 57922, &[]);
+    c.start();
+    let mut s = c.connect();
+    s.batch_execute("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('t')").unwrap();
+    let strict = [
+        "seqgen_next",
+        "seqgen_next_batch",
+        "seqgen_order_no",
+        "seqgen_render",
+        "seqgen_snowflake_at",
+        "seqgen_snowflake_decode",
+        "seqgen_snowflake53_at",
+        "seqgen_snowflake53_decode",
+        "seqgen_uuidv7_at",
+        "seqgen_uuidv7_decode",
+        "seqgen_check_digit_valid",
+        "seqgen_template_unit",
+        "seqgen_reveal",
+        "seqgen_reveal_order_no",
+    ];
+    let rows = s
+        .query(
+            "SELECT p.proname::text, p.proisstrict,
+                    (SELECT string_agg('NULL::' || format_type(t, NULL), ', ' ORDER BY i)
+                       FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, i))
+               FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+               JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
+              WHERE d.deptype = 'e' AND p.pronamespace <> 'seqgen'::regnamespace AND p.pronargs > 0
+                AND coalesce(obj_description(p.oid, 'pg_proc'), '') NOT LIKE 'pg_seqgen (internal%'
+              ORDER BY 1, 3",
+            &[],
+        )
+        .unwrap();
+    let catalog = |s: &mut Client| -> String {
+        s.query_one("SELECT (SELECT string_agg(a::text, ',' ORDER BY biz_tag) FROM seqgen.alloc a)", &[])
+            .unwrap()
+            .get::<_, Option<String>>(0)
+            .unwrap_or_default()
+    };
+    let before = catalog(&mut s);
+    let (mut nulls, mut errors) = (0, 0);
+    for r in &rows {
+        let (name, is_strict, args): (String, bool, String) = (r.get(0), r.get(1), r.get(2));
+        // the rows that are not all NULL (none for a STRICT call: one NULL, or no rows)
+        let sql = format!("SELECT count(*) FILTER (WHERE NOT (x IS NULL)) FROM {name}({args}) AS x");
+        let got = s.query_one(&sql, &[]);
+        if strict.contains(&name.as_str()) {
+            assert!(is_strict, "{name} should be STRICT, like nextval");
+            let answered: i64 = got.unwrap_or_else(|e| panic!("{sql}: {e:?}")).get(0);
+            assert_eq!(answered, 0, "{sql} answered something");
+            nulls += 1;
+        } else {
+            let e = got.expect_err(&format!("{sql} did nothing and said nothing"));
+            assert_eq!(sqlstate(&e).as_deref(), Some("22004"), "{sql}: {e:?}");
+            let msg = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+            assert!(msg.ends_with("must not be NULL"), "{sql}: the message names no argument: {msg}");
+            errors += 1;
+        }
+        assert_eq!(catalog(&mut s), before, "{sql} changed the catalog");
+    }
+    println!("NULL arguments: {nulls} STRICT calls answered NULL, {errors} administrative calls raised 22004");
+    assert!(errors >= 20 && nulls >= 10, "too few functions found: {errors} and {nulls}");
+}
