@@ -107,9 +107,8 @@ use_major() {
 
 # use_build_cache: build into one target directory kept beside the PostgreSQL trees
 # ($PG_TREES/target, or CARGO_TARGET_DIR when set) rather than the clone's own, so that a
-# fresh clone on a machine that has run the suite before (CI) compiles only what changed:
-# cargo's fingerprints decide what is stale, as in any target directory. The Debian 13 root
-# has its own (scripts/debian13.sh).
+# fresh clone on a machine that has run the suite before (CI) compiles only its own crates (see
+# below), not its dependencies. The Debian 13 root has its own (scripts/debian13.sh).
 use_build_cache() {
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PG_TREES/target}
     mkdir -p "$CARGO_TARGET_DIR" 2>/dev/null ||

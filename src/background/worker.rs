@@ -259,9 +259,9 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
             // prepared (two-phase: Citus creates it so on its workers) released the area at
             // its PREPARE, and its COMMIT PREPARED runs no code of ours: while this database
             // has a prepared transaction (any may be creating the extension), the area is kept
-            // and the launcher starts this allocator again a second later, to look again. Then looked at again with a new
-            // snapshot: a CREATE EXTENSION may have committed since the first look (also one
-            // that was prepared, after the count).
+            // and the launcher starts this allocator again a second later, to look again.
+            // Otherwise looked at again with a new snapshot: a CREATE EXTENSION may have
+            // committed since the first look (also one that was prepared, after the count).
             if prepared_here() == Some(0) && matches!(probe(resume), Ok(Probe::Absent)) {
                 shmem::release_area(h, epoch, true);
             }

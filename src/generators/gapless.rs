@@ -52,7 +52,7 @@ fn seqgen_create_gapless(
     start_with: default!(Option<i64>, 1),
     description: default!(Option<&str>, "NULL"),
 ) {
-    let zone = time_zone.ok_or(SeqgenError::NullArgument("time_zone")).or_raise();
+    let zone = crate::plumbing::error::required(time_zone, "time_zone");
     create(biz_tag, template, zone, start_with, description).or_raise()
 }
 

@@ -472,14 +472,12 @@ fn seqgen_key_status(
         name!(update_time, Option<pgrx::datum::TimestampWithTimeZone>),
     ),
 > {
-    let biz_tag = biz_tag.ok_or(SeqgenError::NullArgument("biz_tag")).or_raise();
+    let biz_tag = crate::plumbing::error::required(biz_tag, "biz_tag");
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
     // a tag that does not exist is 42704 (not zero rows), and one the caller may not draw from
     // shows none of its keys (42501): keys name tenants
-    match crate::plumbing::acl::may_draw(biz_tag) {
-        Ok(true) => {}
-        Ok(false) => SeqgenError::TagPermission(biz_tag.to_string()).raise(),
-        Err(e) => e.raise(),
+    if !crate::plumbing::acl::may_draw(biz_tag).or_raise() {
+        SeqgenError::TagPermission(biz_tag.to_string()).raise()
     }
     // read with the extension's privileges (the catalog's schema is private): the caller may
     // draw from the tag, checked above
