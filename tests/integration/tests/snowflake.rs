@@ -287,10 +287,13 @@ fn clock_steps_back(g: Gen, name: &str, port: u16) {
     assert!((1..=6).contains(&borrow_lines) && (1..=6).contains(&refuse_lines));
 }
 
-/// Restart (after an immediate shutdown) with the clock 2 s behind, then 10 minutes behind:
-/// IDs resume above everything issued before, whatever the clock says. 2 s behind is bridged
-/// by borrowing (after a short refusal while the reservation is more than 2 s ahead); 10
-/// minutes behind is refused until the clock is right.
+/// Restart (after an immediate shutdown) with the clock 5 s behind, then 10 minutes behind:
+/// IDs resume above everything issued before, whatever the clock says. 5 s behind is refused
+/// until the clock is within the 2 s borrow limit of the last ID, then bridged by borrowing;
+/// 10 minutes behind is refused until the clock is right.
+///
+/// 5 s, not 2: the restart itself takes time, and on a loaded machine more than 2 s, after which
+/// a clock set 2 s behind is no longer behind the last ID and nothing is borrowed (CI of stop 40).
 #[test]
 fn restart_with_the_clock_behind() {
     restart_behind(SNOWFLAKE, "sf_restart", 56203);
@@ -316,10 +319,11 @@ fn restart_behind(g: Gen, name: &str, port: u16) {
     };
     draw(&c, &mut l, 50);
     let before = l.max().unwrap();
+    let last_drawn = Instant::now();
 
-    // 2 seconds behind
+    // 5 seconds behind
     c.stop("immediate");
-    c.set_clock_offset_ms(-2000);
+    c.set_clock_offset_ms(-5000);
     c.start();
     let mut cl = c.connect();
     let (mut refused, mut first_ok) = (0, None);
@@ -337,11 +341,12 @@ fn restart_behind(g: Gen, name: &str, port: u16) {
             }
         }
     }
-    let first_ok = first_ok.expect("IDs never resumed with the clock 2 s behind");
+    let first_ok = first_ok.expect("IDs never resumed with the clock 5 s behind");
     let s = status(&mut cl, g);
-    println!("{}: restart 2 s behind: {refused} calls refused first, then {s:?}", g.call);
+    println!("{}: restart 5 s behind: {refused} calls refused first, then {s:?}", g.call);
     assert!(first_ok > before);
-    assert!(s.borrows > 0, "the first IDs after the restart should be borrowed");
+    let since = last_drawn.elapsed();
+    assert!(s.borrows > 0, "the first IDs after the restart should be borrowed ({since:?} after the last draw)");
     l.add([first_ok]);
     draw(&c, &mut l, 20);
 
@@ -361,7 +366,7 @@ fn restart_behind(g: Gen, name: &str, port: u16) {
     assert!(after > before);
     l.add([after]);
     draw(&c, &mut l, 20);
-    l.assert_unique(&format!("{}: restarts with the clock 2 s and 10 min behind", g.call));
+    l.assert_unique(&format!("{}: restarts with the clock 5 s and 10 min behind", g.call));
 }
 
 /// Impossible layouts stop the server at start-up with the reason in the log.
