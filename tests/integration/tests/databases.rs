@@ -148,7 +148,8 @@ fn three_databases_through_a_crash_loop() {
                 took.as_millis()
             );
             assert_eq!(first.unwrap(), 1, "the fourth database's tag is its own");
-            assert!(took < Duration::from_secs(1), "the fourth database drew after {took:?}, more than a second");
+            // bounded by the wait for a segment (seqgen.allocation_timeout), not by the machine's speed
+            assert!(took < Duration::from_secs(10), "the fourth database drew after {took:?}");
             let sf: i64 = d.query_one("SELECT seqgen_snowflake()", &[]).unwrap().get(0);
             assert!(sf > 0);
         }
