@@ -4,7 +4,7 @@
 -- has handed out, and set the column's DEFAULT. Identifiers are quoted with format(%I / %s of
 -- regclass); values are passed as values.
 
-CREATE FUNCTION @extschema@.seqgen_adopt_floor(tbl pg_catalog.regclass, col pg_catalog.name)
+CREATE FUNCTION @extschema@.seqgen_adopt_floor(tbl pg_catalog.regclass, col pg_catalog.name, drawn_tag pg_catalog.text DEFAULT NULL)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -77,8 +77,13 @@ BEGIN
         top := pg_catalog.int8larger(COALESCE(top, 0), seq_top);
         used := true;
     END LOOP;
+    -- except a DEFAULT that draws from drawn_tag, the tag being created (it does not exist:
+    -- seqgen_create refuses one that does): its catalog row is gone (a switchover whose
+    -- publication left it out, a restore without it), and the column holds what it gave
     IF NOT COALESCE(used, false) AND EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef ad
-            WHERE ad.adrelid OPERATOR(pg_catalog.=) tbl AND ad.adnum OPERATOR(pg_catalog.=) a.attnum) THEN
+            WHERE ad.adrelid OPERATOR(pg_catalog.=) tbl AND ad.adnum OPERATOR(pg_catalog.=) a.attnum)
+       AND (drawn_tag IS NULL
+            OR @extschema@.seqgen_column_tag(tbl, col::pg_catalog.text) IS DISTINCT FROM drawn_tag) THEN
         RAISE EXCEPTION 'column "%" of table % has a DEFAULT that uses no sequence: what it handed out cannot be accounted for', col, tbl
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'Drop the DEFAULT first if the column''s values are all in the table.';
@@ -125,7 +130,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    top pg_catalog.int8 := @extschema@.seqgen_adopt_floor(tbl, col);
+    top pg_catalog.int8 := @extschema@.seqgen_adopt_floor(tbl, col, biz_tag);
     what pg_catalog.text;
 BEGIN
     PERFORM @extschema@.seqgen_create(biz_tag, step, top OPERATOR(pg_catalog.+) 1);
@@ -159,7 +164,7 @@ BEGIN
 END
 $fn$;
 
-REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt_default(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt(pg_catalog.text, pg_catalog.regclass, pg_catalog.name, pg_catalog.int4) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt_snowflake(pg_catalog.regclass, pg_catalog.name) FROM PUBLIC;

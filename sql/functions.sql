@@ -49,6 +49,7 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catal
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_assign() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_column_tag(pg_catalog.regclass, pg_catalog.text) FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
 -- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode,
 -- seqgen_snowflake53_decode, seqgen_snowflake53_at): they read no state and can be used in CHECK constraints.
@@ -105,6 +106,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_decode(pg_catalog.uuid) IS 'A UUID
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_status() IS 'The UUIDv7 generator: last time and counter, reservation, clock lag, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.int8) IS 'Superuser: take back a UUIDv7 reservation raised by mistake (milliseconds << 21 | counter)';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt(pg_catalog.text, pg_catalog.regclass, pg_catalog.name, pg_catalog.int4) IS 'Move a bigint column (serial, identity or plain) to a new tag that starts above its values; its DEFAULT becomes seqgen_next';
+COMMENT ON FUNCTION @extschema@.seqgen_column_tag(pg_catalog.regclass, pg_catalog.text) IS 'The tag a column''s DEFAULT draws from (like pg_get_serial_sequence), or NULL';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_snowflake(pg_catalog.regclass, pg_catalog.name) IS 'Move a bigint column to snowflake IDs above its values; its DEFAULT becomes seqgen_snowflake()';
 COMMENT ON FUNCTION @extschema@.seqgen_config() IS 'This database''s tag definitions (a non-superuser: those its roles own) as a document for seqgen_apply (configuration as code)';
 COMMENT ON FUNCTION @extschema@.seqgen_apply(pg_catalog.jsonb, pg_catalog.bool) IS 'Make the tag definitions match a document, all or nothing; drop_missing drops the tags it does not name';
@@ -117,7 +119,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_cluster_nodes() IS 'On a Citus coordinato
 COMMENT ON FUNCTION @extschema@.seqgen_cluster_refused() IS 'On a Citus coordinator: each change of the tag definitions that a node refused to apply (every other change is applied there), with the reason and since when';
 COMMENT ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) IS 'pg_seqgen (internal, on a Citus coordinator): the node id of a Citus group, assigned once and never reused';
 COMMENT ON FUNCTION @extschema@.seqgen_cluster_definitions(pg_catalog.text) IS 'pg_seqgen (internal, on a Citus coordinator): the tag definitions the workers copy, when newer than known';
-COMMENT ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name) IS 'pg_seqgen (internal, for seqgen_adopt): the highest value of a column';
+COMMENT ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_adopt): the highest value of a column';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_default(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_adopt): set a column''s DEFAULT';
 COMMENT ON FUNCTION @extschema@.seqgen_alloc_deleted() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a dropped tag leaves shared memory';
 COMMENT ON FUNCTION @extschema@.seqgen_alloc_acl_changed() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a grant or revoke reaches shared memory';

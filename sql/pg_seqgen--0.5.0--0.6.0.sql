@@ -745,6 +745,134 @@ ALTER FUNCTION @extschema@.seqgen_snowflake_rewind(pg_catalog.int8) CALLED ON NU
 ALTER FUNCTION @extschema@.seqgen_snowflake53_rewind(pg_catalog.int8) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.int8) CALLED ON NULL INPUT;
 
+-- The tag behind a column (issue 31), like pg_get_serial_sequence: read from the DEFAULT's
+-- stored expression, opening no table (src/plumbing/defaults.rs).
+CREATE FUNCTION @extschema@."seqgen_column_tag"(
+	"tbl" pg_catalog.regclass,
+	"col" pg_catalog.text
+) RETURNS pg_catalog.text
+STABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_column_tag_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_column_tag(pg_catalog.regclass, pg_catalog.text) FROM PUBLIC;
+
+-- seqgen_adopt takes a column whose DEFAULT draws from the very tag it creates, when that tag's
+-- catalog row is gone (a switchover whose publication left out the catalog): the unknown-tag
+-- error's hint points to it. seqgen_adopt_floor is internal; it gains drawn_tag.
+DROP FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name);
+CREATE FUNCTION @extschema@.seqgen_adopt_floor(tbl pg_catalog.regclass, col pg_catalog.name, drawn_tag pg_catalog.text DEFAULT NULL)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $fn$
+DECLARE
+    a record;
+    seq pg_catalog.text;
+    top pg_catalog.int8;
+    seq_top pg_catalog.int8;
+    used pg_catalog.bool;
+BEGIN
+    IF tbl IS NULL OR col IS NULL THEN
+        RAISE EXCEPTION 'tbl and col must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- a snapshot taken before the table lock would miss rows committed while waiting for it
+    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+        RAISE EXCEPTION 'adopting a column needs READ COMMITTED (this transaction is %)',
+            pg_catalog.current_setting('transaction_isolation')
+            USING ERRCODE = 'active_sql_transaction';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhrelid OPERATOR(pg_catalog.=) tbl) THEN
+        RAISE EXCEPTION '% is a partition or an inheritance child', tbl
+            USING ERRCODE = 'feature_not_supported', HINT = 'Adopt the column of the root table.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl
+                   AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p']::pg_catalog."char"[])) THEN
+        RAISE EXCEPTION '% is not a table', tbl USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT pg_catalog.pg_has_role(current_user,
+            (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    SELECT t.attnum, t.atttypid, t.attgenerated INTO a FROM pg_catalog.pg_attribute t
+     WHERE t.attrelid OPERATOR(pg_catalog.=) tbl AND t.attname OPERATOR(pg_catalog.=) col
+       AND t.attnum OPERATOR(pg_catalog.>) 0 AND NOT t.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', col, tbl USING ERRCODE = 'undefined_column';
+    END IF;
+    IF a.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'column "%" of table % is %, not bigint', col, tbl, a.atttypid::pg_catalog.regtype
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint first.', tbl, col);
+    END IF;
+    IF a.attgenerated OPERATOR(pg_catalog.<>) '' THEN
+        RAISE EXCEPTION 'column "%" of table % is a generated column', col, tbl USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k
+                WHERE k.conrelid OPERATOR(pg_catalog.=) tbl AND k.contype OPERATOR(pg_catalog.=) 'f'
+                  AND a.attnum OPERATOR(pg_catalog.=) ANY (k.conkey)) THEN
+        RAISE EXCEPTION 'column "%" of table % is part of a foreign key: its values come from the referenced table', col, tbl
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    -- no insert may slip under the floor until the caller commits
+    EXECUTE pg_catalog.format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    EXECUTE pg_catalog.format('SELECT pg_catalog.max(%I) FROM %s', col, tbl) INTO top;
+    -- a serial's or identity's sequence may have handed out more than the table keeps
+    -- every sequence the column's DEFAULT uses (owned or not); a DEFAULT that uses none
+    -- (another tag, an expression) cannot be accounted for: refused
+    FOR seq IN SELECT d.refobjid::pg_catalog.regclass::pg_catalog.text
+                 FROM pg_catalog.pg_attrdef ad
+                 JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                      AND d.objid OPERATOR(pg_catalog.=) ad.oid
+                      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                 JOIN pg_catalog.pg_class s ON s.oid OPERATOR(pg_catalog.=) d.refobjid
+                      AND s.relkind OPERATOR(pg_catalog.=) 'S'
+                WHERE ad.adrelid OPERATOR(pg_catalog.=) tbl AND ad.adnum OPERATOR(pg_catalog.=) a.attnum
+    LOOP
+        EXECUTE pg_catalog.format('SELECT last_value FROM %s', seq) INTO seq_top;
+        top := pg_catalog.int8larger(COALESCE(top, 0), seq_top);
+        used := true;
+    END LOOP;
+    -- except a DEFAULT that draws from drawn_tag, the tag being created (it does not exist:
+    -- seqgen_create refuses one that does): its catalog row is gone (a switchover whose
+    -- publication left it out, a restore without it), and the column holds what it gave
+    IF NOT COALESCE(used, false) AND EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef ad
+            WHERE ad.adrelid OPERATOR(pg_catalog.=) tbl AND ad.adnum OPERATOR(pg_catalog.=) a.attnum)
+       AND (drawn_tag IS NULL
+            OR @extschema@.seqgen_column_tag(tbl, col::pg_catalog.text) IS DISTINCT FROM drawn_tag) THEN
+        RAISE EXCEPTION 'column "%" of table % has a DEFAULT that uses no sequence: what it handed out cannot be accounted for', col, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Drop the DEFAULT first if the column''s values are all in the table.';
+    END IF;
+    -- identity columns: their sequence
+    seq := pg_catalog.pg_get_serial_sequence(tbl::pg_catalog.text, col::pg_catalog.text);
+    IF seq IS NOT NULL THEN
+        EXECUTE pg_catalog.format('SELECT last_value FROM %s', seq) INTO seq_top;
+        top := pg_catalog.int8larger(COALESCE(top, 0), seq_top);
+    END IF;
+    RETURN pg_catalog.int8larger(COALESCE(top, 0), 0);
+END
+$fn$;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) FROM PUBLIC;
+CREATE OR REPLACE FUNCTION @extschema@.seqgen_adopt(
+    biz_tag pg_catalog.text, tbl pg_catalog.regclass, col pg_catalog.name, step pg_catalog.int4 DEFAULT 1000
+) RETURNS pg_catalog.int8
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    top pg_catalog.int8 := @extschema@.seqgen_adopt_floor(tbl, col, biz_tag);
+    what pg_catalog.text;
+BEGIN
+    PERFORM @extschema@.seqgen_create(biz_tag, step, top OPERATOR(pg_catalog.+) 1);
+    what := @extschema@.seqgen_adopt_default(tbl, col,
+        pg_catalog.format('@extschema@.seqgen_next(%L::text)', biz_tag));
+    RAISE NOTICE 'column "%" of table % now draws from tag "%", starting at %; %',
+        col, tbl, biz_tag, top OPERATOR(pg_catalog.+) 1, what;
+    RETURN top OPERATOR(pg_catalog.+) 1;
+END
+$fn$;
+
 -- What each function is: its COMMENT (\df+ shows it), the one place the descriptions are kept.
 -- The update script from 0.5.0 carries the same block (a test compares them, and the upgrade
 -- test compares every function's description after an update with a fresh install's). Internal
@@ -797,6 +925,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_decode(pg_catalog.uuid) IS 'A UUID
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_status() IS 'The UUIDv7 generator: last time and counter, reservation, clock lag, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.int8) IS 'Superuser: take back a UUIDv7 reservation raised by mistake (milliseconds << 21 | counter)';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt(pg_catalog.text, pg_catalog.regclass, pg_catalog.name, pg_catalog.int4) IS 'Move a bigint column (serial, identity or plain) to a new tag that starts above its values; its DEFAULT becomes seqgen_next';
+COMMENT ON FUNCTION @extschema@.seqgen_column_tag(pg_catalog.regclass, pg_catalog.text) IS 'The tag a column''s DEFAULT draws from (like pg_get_serial_sequence), or NULL';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_snowflake(pg_catalog.regclass, pg_catalog.name) IS 'Move a bigint column to snowflake IDs above its values; its DEFAULT becomes seqgen_snowflake()';
 COMMENT ON FUNCTION @extschema@.seqgen_config() IS 'This database''s tag definitions (a non-superuser: those its roles own) as a document for seqgen_apply (configuration as code)';
 COMMENT ON FUNCTION @extschema@.seqgen_apply(pg_catalog.jsonb, pg_catalog.bool) IS 'Make the tag definitions match a document, all or nothing; drop_missing drops the tags it does not name';
@@ -809,7 +938,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_cluster_nodes() IS 'On a Citus coordinato
 COMMENT ON FUNCTION @extschema@.seqgen_cluster_refused() IS 'On a Citus coordinator: each change of the tag definitions that a node refused to apply (every other change is applied there), with the reason and since when';
 COMMENT ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) IS 'pg_seqgen (internal, on a Citus coordinator): the node id of a Citus group, assigned once and never reused';
 COMMENT ON FUNCTION @extschema@.seqgen_cluster_definitions(pg_catalog.text) IS 'pg_seqgen (internal, on a Citus coordinator): the tag definitions the workers copy, when newer than known';
-COMMENT ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name) IS 'pg_seqgen (internal, for seqgen_adopt): the highest value of a column';
+COMMENT ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_adopt): the highest value of a column';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_default(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_adopt): set a column''s DEFAULT';
 COMMENT ON FUNCTION @extschema@.seqgen_alloc_deleted() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a dropped tag leaves shared memory';
 COMMENT ON FUNCTION @extschema@.seqgen_alloc_acl_changed() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a grant or revoke reaches shared memory';

@@ -271,6 +271,108 @@ mod tests {
         refused("SELECT seqgen_next_batch('t_never_created', 3)", ERRCODE_UNDEFINED_OBJECT);
     }
 
+    /// An unknown tag that a column's DEFAULT draws from (the tag was here: a switchover whose
+    /// publication left out the catalog) must not be hinted to seqgen_create(), which starts it
+    /// at 1 below the table's values (issue 31, item 9). The hint's call starts it above them.
+    /// The column is found from the catalogs alone: a lock held on the table does not delay
+    /// the error (an earlier try read pg_get_expr, which locks each table: the fuzzer caught
+    /// it waiting 20 s behind a prepared transaction's lock).
+    #[pg_test]
+    fn unknown_tag_named_by_a_default_points_above_its_values() {
+        autonomous(
+            "CREATE TABLE t_moved (id bigint DEFAULT seqgen_next('t_moved_tag'), v int); \
+             INSERT INTO t_moved (id, v) SELECT g, g FROM generate_series(1, 41) g",
+        );
+        // the table locked by another session: the error still comes at once (no lock wait)
+        let mut holder = other_session("pgrx_tests");
+        holder.batch_execute("BEGIN; LOCK TABLE t_moved IN ACCESS EXCLUSIVE MODE").unwrap();
+        let mut c = other_session("pgrx_tests");
+        c.batch_execute("SET lock_timeout = '3s'").unwrap();
+        let e = c.query_one("SELECT seqgen_next('t_moved_tag')", &[]).unwrap_err();
+        let e = e.as_db_error().expect("an error from the server");
+        assert_eq!(e.code().code(), "42704", "{e:?}");
+        assert_eq!(e.message(), "tag \"t_moved_tag\" does not exist");
+        assert!(
+            e.detail().is_some_and(|d| d.contains("column \"id\" of table t_moved draws from it")),
+            "{:?}",
+            e.detail()
+        );
+        let hint = e.hint().unwrap_or_default().to_string();
+        let call = "SELECT seqgen_adopt('t_moved_tag', 't_moved', 'id')";
+        assert!(hint.contains(call), "{hint}");
+        assert!(!hint.contains("seqgen_create()"), "{hint}");
+        holder.batch_execute("ROLLBACK").unwrap();
+        // a tag no DEFAULT names keeps the plain hint
+        let e = c.query_one("SELECT seqgen_next('t_never_named')", &[]).unwrap_err();
+        assert_eq!(e.as_db_error().and_then(|d| d.hint()), Some("Create it with seqgen_create()."));
+        // the column's tag, like pg_get_serial_sequence
+        let tag: Option<String> = c.query_one("SELECT seqgen_column_tag('t_moved', 'id')", &[]).unwrap().get(0);
+        assert_eq!(tag.as_deref(), Some("t_moved_tag"));
+        // and the call the hint gives starts above the table's values
+        c.batch_execute(call).unwrap();
+        c.batch_execute("INSERT INTO t_moved (v) VALUES (42)").unwrap();
+        let id: i64 = c.query_one("SELECT id FROM t_moved WHERE v = 42", &[]).unwrap().get(0);
+        assert_eq!(id, 42);
+        // seqgen_adopt still refuses a DEFAULT that draws from another tag, or from one that exists
+        autonomous(
+            "CREATE TABLE t_other (id bigint DEFAULT seqgen_next('t_moved_tag')); \
+             CREATE TABLE t_elsewhere (id bigint DEFAULT seqgen_next('t_gone_tag'))",
+        );
+        let e = c.batch_execute("SELECT seqgen_adopt('t_moved_tag', 't_other', 'id')").unwrap_err();
+        assert_eq!(e.code().map(|c| c.code()), Some("42710"), "{e:?}");
+        let e = c.batch_execute("SELECT seqgen_adopt('t_new_tag', 't_elsewhere', 'id')").unwrap_err();
+        assert_eq!(e.code().map(|c| c.code()), Some("0A000"), "{e:?}");
+        // a DEFAULT that is more than seqgen_next(tag) (a key, an expression), or two columns:
+        // seqgen_adopt would change or miss them; the hint says what to do without it
+        autonomous(
+            "CREATE TABLE t_keyed (id bigint DEFAULT seqgen_next('t_keyed_gone', 'k')); \
+             CREATE TABLE t_two (a bigint DEFAULT seqgen_next('t_two_gone'), b bigint DEFAULT seqgen_next('t_two_gone'))",
+        );
+        for (tag, columns) in [
+            ("t_keyed_gone", "column \"id\" of table t_keyed"),
+            ("t_two_gone", "column \"a\" of table t_two, column \"b\" of table t_two"),
+        ] {
+            let e = c.query_one(&format!("SELECT seqgen_next('{tag}')"), &[]).unwrap_err();
+            let e = e.as_db_error().expect("an error from the server");
+            assert_eq!(e.code().code(), "42704");
+            assert!(e.detail().is_some_and(|d| d.contains(columns)), "{:?}", e.detail());
+            let hint = e.hint().unwrap_or_default();
+            assert!(hint.contains("above the values those columns hold") && !hint.contains("seqgen_adopt"), "{hint}");
+        }
+        autonomous("DROP TABLE t_moved, t_other, t_elsewhere, t_keyed, t_two; SELECT seqgen_drop('t_moved_tag')");
+    }
+
+    /// seqgen_column_tag: the first tag a DEFAULT names, through casts and expressions; NULL
+    /// for no DEFAULT or one that names no tag; 42703 for a column that does not exist.
+    #[pg_test]
+    fn column_tag_reads_the_default() {
+        Spi::run(
+            "CREATE TABLE t_ct (a bigint DEFAULT seqgen_next('ct_a'), \
+                                b text DEFAULT 'INV-' || seqgen_order_no('ct_b'::varchar), \
+                                c bigint DEFAULT seqgen_next('ct_c', 'k1') + 0, \
+                                d bigint DEFAULT 7, \
+                                e bigint, \
+                                f bigint DEFAULT seqgen_snowflake(), \
+                                \"G h\" bigint DEFAULT seqgen_next('ct_g'))",
+        )
+        .unwrap();
+        let tag = |col: &str| {
+            Spi::get_one_with_args::<String>("SELECT seqgen_column_tag('t_ct', $1)", &[col.into()]).unwrap()
+        };
+        assert_eq!(tag("a").as_deref(), Some("ct_a"));
+        assert_eq!(tag("b").as_deref(), Some("ct_b"));
+        assert_eq!(tag("c").as_deref(), Some("ct_c"));
+        assert_eq!(tag("d"), None);
+        assert_eq!(tag("e"), None);
+        assert_eq!(tag("f"), None);
+        assert_eq!(tag("G h").as_deref(), Some("ct_g"));
+        assert_eq!(sqlstate("SELECT seqgen_column_tag('t_ct', 'nope')"), Some(ERRCODE_UNDEFINED_COLUMN));
+        assert_eq!(sqlstate("SELECT seqgen_column_tag('t_ct', 'ctid')"), Some(ERRCODE_UNDEFINED_COLUMN));
+        assert_eq!(sqlstate("SELECT seqgen_column_tag('no_such_table', 'a')"), Some(ERRCODE_UNDEFINED_TABLE));
+        let null = Spi::get_one::<String>("SELECT seqgen_column_tag(NULL, 'a')").unwrap();
+        assert_eq!(null, None);
+    }
+
     #[pg_test]
     fn duplicate_create() {
         autonomous("SELECT seqgen_create('t_dup', 7)");
@@ -630,7 +732,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.code().map(|c| c.code()), Some("25001"), "{e:?}");
         // not the owner: refused even with EXECUTE granted
-        Spi::run("CREATE ROLE seqgen_adopt_test NOLOGIN; GRANT EXECUTE ON FUNCTION seqgen_adopt(text, regclass, name, integer), seqgen_adopt_floor(regclass, name) TO seqgen_adopt_test").unwrap();
+        Spi::run("CREATE ROLE seqgen_adopt_test NOLOGIN; GRANT EXECUTE ON FUNCTION seqgen_adopt(text, regclass, name, integer), seqgen_adopt_floor(regclass, name, text) TO seqgen_adopt_test").unwrap();
         Spi::run("SET LOCAL ROLE seqgen_adopt_test").unwrap();
         assert_eq!(sqlstate("SELECT seqgen_adopt('x2', 'ad_child', 'id')"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
         Spi::run("RESET ROLE").unwrap();

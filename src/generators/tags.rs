@@ -14,6 +14,7 @@ use seqgen_core::adaptive::MAX_NODE_BITS;
 
 use crate::plumbing::acl::require_owner;
 use crate::plumbing::catalog::first_row;
+use crate::plumbing::defaults;
 use crate::plumbing::directory::{self, admin_checks};
 use crate::plumbing::error::{check_tag, required, OrRaise, Result, SeqgenError};
 use crate::plumbing::node;
@@ -406,6 +407,39 @@ pub(crate) fn set_grant(tag: &str, role: &str, grant: bool) -> Result<()> {
         }
     })
 }
+/// The tag a column's DEFAULT draws from, as `pg_get_serial_sequence` names a serial's
+/// sequence: the first argument of the pg_seqgen call in the DEFAULT (`seqgen_next('order')`
+/// gives `order`). NULL when the column has no DEFAULT or its DEFAULT names no tag. Reads the
+/// catalogs only: it waits for no lock on the table.
+#[pg_extern(sql = r#"
+CREATE FUNCTION @extschema@."seqgen_column_tag"(
+	"tbl" pg_catalog.regclass,
+	"col" pg_catalog.text
+) RETURNS pg_catalog.text
+STABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_column_tag_wrapper';
+"#)]
+fn seqgen_column_tag(tbl: pg_sys::Oid, col: &str) -> Option<String> {
+    column_tag(tbl, col).or_raise()
+}
+
+fn column_tag(tbl: pg_sys::Oid, col: &str) -> Result<Option<String>> {
+    let (table, attnum) = first_row(
+        "SELECT $1::pg_catalog.regclass::pg_catalog.text, \
+                (SELECT a.attnum FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $1 \
+                    AND a.attname OPERATOR(pg_catalog.=) $2 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)",
+        &[tbl.into(), col.into()],
+        false,
+        |r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<i16>(2)?)),
+    )?
+    .unwrap_or_default();
+    let Some(attnum) = attnum else {
+        return Err(SeqgenError::UnknownColumn { table, column: col.to_string() });
+    };
+    Ok(defaults::drawing_columns(Some((tbl, attnum)))?.into_iter().next().map(|d| d.tag))
+}
+
 /// One row per tag: the catalog joined with what shared memory holds for it.
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)]

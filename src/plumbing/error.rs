@@ -25,6 +25,11 @@ pub enum SeqgenError {
     RowLocked(String),
     #[error("tag \"{0}\" does not exist")]
     UnknownTag(String),
+    /// An unknown tag that column DEFAULTs draw from: `columns` (table, column name);
+    /// `adoptable`: one column, whose DEFAULT is `seqgen_next(tag)` alone (`seqgen_adopt` sets
+    /// the same).
+    #[error("tag \"{tag}\" does not exist")]
+    UnknownTagDrawn { tag: String, columns: Vec<(String, String)>, adoptable: bool },
     #[error("tag \"{tag}\" does not exist (this database subscribes to \"{subscription}\", which does not bring the pg_seqgen catalog)")]
     TagNotReplicated { tag: String, subscription: String },
     #[error("tag \"{tag}\" is not served here while subscription \"{subscription}\" replicates the pg_seqgen catalog into this database")]
@@ -117,6 +122,8 @@ pub enum SeqgenError {
     /// its message and SQLSTATE, kept.
     #[error("{message}")]
     Raised { state: i32, message: String },
+    #[error("column \"{column}\" of relation {table} does not exist")]
+    UnknownColumn { table: String, column: String },
     /// An error of one part of a configuration document (`seqgen_apply`), with its JSON path;
     /// keeps the SQLSTATE and hint of the error it wraps.
     #[error("{path}: {inner}")]
@@ -154,9 +161,10 @@ impl SeqgenError {
             WorkerFailed { state, .. } if *state != 0 => PgSqlErrorCode::from(*state),
             WorkerFailed { .. } => ERRCODE_INTERNAL_ERROR,
             Raised { state, .. } => PgSqlErrorCode::from(*state),
+            UnknownColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) | GaplessBusy { .. } => ERRCODE_LOCK_NOT_AVAILABLE,
-            UnknownTag(_) | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
+            UnknownTag(_) | UnknownTagDrawn { .. } | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
             TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) | GaplessPrivilege { .. } => {
                 ERRCODE_INSUFFICIENT_PRIVILEGE
             }
@@ -188,6 +196,13 @@ impl SeqgenError {
             GaplessOverwritten { column, .. } => format!("A BEFORE UPDATE trigger set column \"{column}\" to NULL or another value in the update that writes the number: the row would not keep its number (set to NULL, it would be numbered again, and again)."),
             KeyLimit { .. } => "Each key of seqgen_next(biz_tag, key) and seqgen_order_no(biz_tag, key) counts toward the role that owns its tag, whoever draws it; keys already in use still draw.".into(),
             GaplessNotWritten { .. } => "The update that writes the number changed no row: a BEFORE UPDATE trigger returned NULL, or a row-level security policy hides the row from the committing role.".into(),
+            UnknownTagDrawn { columns, .. } => {
+                let named: Vec<String> = columns.iter().take(3).map(|(t, c)| format!("column \"{c}\" of table {t}")).collect();
+                let more = columns.len().saturating_sub(3);
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                let (of, draw) = if columns.len() == 1 { ("The DEFAULT of", "draws") } else { ("The DEFAULTs of", "draw") };
+                format!("{of} {}{more} {draw} from it: the table may hold values the tag gave before its catalog row went (a switchover whose publication left out pg_seqgen's catalog, a restore without it).", named.join(", "))
+            }
             _ => return None,
         })
     }
@@ -205,6 +220,13 @@ impl SeqgenError {
             Timeout { .. } => "Check the server log for the \"pg_seqgen allocator\" background worker; raise seqgen.allocation_timeout if the server is overloaded.".into(),
             RowLocked(_) => "Commit or roll back the transaction that holds the row (see pg_locks), then retry.".into(),
             UnknownTag(_) => "Create it with seqgen_create().".into(),
+            UnknownTagDrawn { tag, columns, adoptable } => match &columns[..] {
+                [(table, column)] if *adoptable => format!(
+                    "Create it above the column's values, not at 1, which would repeat them: SELECT seqgen_adopt({}, {}, {}); see \"Logical replication\" in the documentation.",
+                    literal(tag), literal(table), literal(column)
+                ),
+                _ => "Create it above the values those columns hold, not at 1, which would repeat them, or restore pg_seqgen's catalog; see \"Logical replication\" in the documentation.".into(),
+            },
             TagNotReplicated { subscription, .. } => format!("Publish the catalog on the old side too (SELECT seqgen_publish('<publication>')), then ALTER SUBSCRIPTION \"{subscription}\" REFRESH PUBLICATION here. A tag created here by hand would start its numbering again."),
             CatalogReplicatedIn { subscription, .. } => format!("Draw on the publisher until the switchover; then ALTER SUBSCRIPTION \"{subscription}\" DISABLE (or DROP SUBSCRIPTION) here, and this side draws on above everything the publisher reserved. Drawing on both sides would repeat values."),
             TagPermission(t) => format!("The tag's owner can allow it: SELECT seqgen_grant('{t}', '<role>');"),
@@ -272,6 +294,11 @@ impl<T> OrRaise<T> for Result<T> {
 /// An argument of an administrative call, which must not be NULL: raises 22004 naming it
 /// (draws are STRICT instead, like `nextval`). One rule for every administrative function.
 #[inline]
+/// `text` as an SQL string literal, for a call quoted in a hint.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 pub fn required<T>(value: Option<T>, name: &'static str) -> T {
     value.ok_or(SeqgenError::NullArgument(name)).or_raise()
 }

@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod catalog;
+pub mod defaults;
 pub mod directory;
 pub mod error;
 pub mod guc;

@@ -13,6 +13,7 @@
 
 use pgrx::prelude::*;
 
+use crate::plumbing::defaults;
 use crate::plumbing::error::{Result, SeqgenError};
 use crate::plumbing::session::as_superuser;
 
@@ -68,10 +69,19 @@ pub fn catalog_not_received() -> Option<String> {
     subs.into_iter().next().map(|s| s.name)
 }
 
-/// An unknown tag, with a hint when the likely reason is a subscription without the catalog.
+/// An unknown tag, with a hint when the likely reason is a subscription without the catalog,
+/// or when column DEFAULTs draw from it: the tag was here, the columns may hold its values, and
+/// `seqgen_create` alone would start it below them (read from the catalogs, opening no table).
 pub fn unknown_tag(tag: &str) -> SeqgenError {
-    match catalog_not_received() {
-        Some(subscription) => SeqgenError::TagNotReplicated { tag: tag.to_string(), subscription },
-        None => SeqgenError::UnknownTag(tag.to_string()),
+    if let Some(subscription) = catalog_not_received() {
+        return SeqgenError::TagNotReplicated { tag: tag.to_string(), subscription };
+    }
+    match defaults::columns_drawing_from(tag) {
+        Ok(found) if !found.is_empty() => SeqgenError::UnknownTagDrawn {
+            tag: tag.to_string(),
+            adoptable: found.len() == 1 && found[0].whole && found[0].function == "seqgen_next",
+            columns: found.into_iter().map(|d| (d.table, d.column)).collect(),
+        },
+        _ => SeqgenError::UnknownTag(tag.to_string()),
     }
 }

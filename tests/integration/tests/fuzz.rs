@@ -77,8 +77,10 @@ const TEMPLATES: [&str; 10] = [
     "{key}/{seq:3}",
 ];
 const ZONES: [&str; 5] = ["UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago", "America/New_York", "Asia/Shanghai"];
-const TABLES: [&str; 5] =
-    ["seqgen.alloc", "seqgen.template", "seqgen.order_counter", "seqgen.snowflake", "seqgen.uuidv7"];
+/// Tables the lock faults lock: the catalog's, and `fz_cols`, whose DEFAULTs draw from every
+/// tag (the error for a dropped tag names its column without waiting for a lock on it).
+const TABLES: [&str; 6] =
+    ["seqgen.alloc", "seqgen.template", "seqgen.order_counter", "seqgen.snowflake", "seqgen.uuidv7", "fz_cols"];
 const MODES: [&str; 3] = ["ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"];
 /// Every SQLSTATE a call may answer with (pg_seqgen's documented ones, and PostgreSQL's for
 /// the fuzzer's own statements); XX000 and lost connections never.
@@ -154,6 +156,8 @@ enum Admin {
     BadInput(usize),
     /// `seqgen_key_status` of a tag (a read: it must answer, or refuse with a documented code).
     KeyStatus(usize),
+    /// `seqgen_column_tag` of `fz_cols`' column for the tag: must name the tag.
+    ColumnTag(usize),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -298,7 +302,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     19..=20 | 26..=28 => Admin::Grant(t, rng.random_bool(0.5)),
                     21..=22 => Admin::Apply(rng.random_range(0..2), t),
                     23 if rng.random_bool(0.3) => Admin::Apply(2, t),
-                    24 => Admin::KeyStatus(t),
+                    24 if rng.random_bool(0.5) => Admin::KeyStatus(t),
+                    24 => Admin::ColumnTag(t),
                     _ => Admin::BadInput(rng.random_range(0..14)),
                 };
                 // a raise by an hour that commits would rightly refuse calls for an hour: only
@@ -443,6 +448,10 @@ impl Run {
                  ALTER TABLE gl_t ENABLE ROW LEVEL SECURITY;
                  CREATE POLICY gl_app ON gl_t TO fz_app USING (k IN ('k0', 'k1', 'k2')) WITH CHECK (k LIKE 'k_');
                  CREATE TABLE gl_d (k text NOT NULL, no bigint NOT NULL);
+                 -- DEFAULTs that draw from every tag (never inserted into: seqgen_column_tag
+                 -- reads them, and a dropped tag's error names them)
+                 CREATE TABLE fz_cols (c_a bigint DEFAULT seqgen_next('a'), c_b bigint DEFAULT seqgen_next('b'),
+                   c_c text DEFAULT 'C-' || seqgen_order_no('c'::varchar, 'k'), c_d bigint DEFAULT seqgen_next('d', 'k') + 1);
                  GRANT INSERT, SELECT ON gl_t, gl_t0, gl_t1, gl_tx, gl_d TO fz_app;
                  GRANT UPDATE (no) ON gl_t, gl_t0, gl_t1, gl_tx TO fz_app;",
             )
@@ -851,6 +860,12 @@ impl Run {
             ][*i]
                 .to_string(),
             Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),
+            Admin::ColumnTag(t) => format!(
+                "DO $$ BEGIN IF seqgen_column_tag('fz_cols', 'c_{0}') IS DISTINCT FROM '{0}' THEN \
+                 RAISE EXCEPTION 'seqgen_column_tag(fz_cols, c_{0}) is not {0}' USING ERRCODE = 'XX001'; \
+                 END IF; END $$",
+                tag(t)
+            ),
         };
         let committed_shape = matches!(shape, Shape::Auto | Shape::Commit | Shape::PrepareCommit | Shape::PrepareLeave);
         // opaque IDs are permuted: not in order (marked whatever the outcome, which a

@@ -125,6 +125,7 @@ fn every_function_follows_one_null_rule() {
         "seqgen_template_unit",
         "seqgen_reveal",
         "seqgen_reveal_order_no",
+        "seqgen_column_tag",
     ];
     let rows = s
         .query(
