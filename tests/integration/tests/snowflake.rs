@@ -346,7 +346,10 @@ fn restart_behind(g: Gen, name: &str, port: u16) {
     }
     let first_ok = first_ok.expect("IDs never resumed with the clock 5 s behind");
     let s = status(&mut cl, g);
-    println!("{}: restart 5 s behind: {refused} calls refused first, then {s:?}", g.call);
+    println!(
+        "{}: restart behind (4 s behind the last ID at the first call): {refused} calls refused first, then {s:?}",
+        g.call
+    );
     assert!(first_ok > before);
     let since = last_drawn.elapsed();
     assert!(s.borrows > 0, "the first IDs after the restart should be borrowed ({since:?} after the last draw)");
