@@ -833,13 +833,15 @@ BEGIN
         top := pg_catalog.int8larger(COALESCE(top, 0), seq_top);
         used := true;
     END LOOP;
-    -- except a DEFAULT that draws from drawn_tag, the tag being created (it does not exist:
-    -- seqgen_create refuses one that does): its catalog row is gone (a switchover whose
-    -- publication left it out, a restore without it), and the column holds what it gave
+    -- except a DEFAULT that is seqgen_next(drawn_tag) and nothing else, drawn_tag being the
+    -- tag created next (it does not exist: seqgen_create refuses one that does): its catalog
+    -- row is gone (a switchover whose publication left it out, a restore without it), and the
+    -- column holds what it gave (the table is locked: pg_get_expr waits for nothing)
     IF NOT COALESCE(used, false) AND EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef ad
-            WHERE ad.adrelid OPERATOR(pg_catalog.=) tbl AND ad.adnum OPERATOR(pg_catalog.=) a.attnum)
-       AND (drawn_tag IS NULL
-            OR @extschema@.seqgen_column_tag(tbl, col::pg_catalog.text) IS DISTINCT FROM drawn_tag) THEN
+            WHERE ad.adrelid OPERATOR(pg_catalog.=) tbl AND ad.adnum OPERATOR(pg_catalog.=) a.attnum
+              AND (drawn_tag IS NULL
+                   OR pg_catalog.pg_get_expr(ad.adbin, ad.adrelid) OPERATOR(pg_catalog.<>)
+                      pg_catalog.format('%I.seqgen_next(%L::text)', '@extschema@', drawn_tag))) THEN
         RAISE EXCEPTION 'column "%" of table % has a DEFAULT that uses no sequence: what it handed out cannot be accounted for', col, tbl
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'Drop the DEFAULT first if the column''s values are all in the table.';

@@ -293,12 +293,12 @@ mod tests {
         assert_eq!(e.code().code(), "42704", "{e:?}");
         assert_eq!(e.message(), "tag \"t_moved_tag\" does not exist");
         assert!(
-            e.detail().is_some_and(|d| d.contains("column \"id\" of table t_moved draws from it")),
+            e.detail().is_some_and(|d| d.contains("column \"id\" of table public.t_moved draws from it")),
             "{:?}",
             e.detail()
         );
         let hint = e.hint().unwrap_or_default().to_string();
-        let call = "SELECT seqgen_adopt('t_moved_tag', 't_moved', 'id')";
+        let call = "SELECT seqgen_adopt('t_moved_tag', 'public.t_moved', 'id')";
         assert!(hint.contains(call), "{hint}");
         assert!(!hint.contains("seqgen_create()"), "{hint}");
         holder.batch_execute("ROLLBACK").unwrap();
@@ -329,8 +329,8 @@ mod tests {
              CREATE TABLE t_two (a bigint DEFAULT seqgen_next('t_two_gone'), b bigint DEFAULT seqgen_next('t_two_gone'))",
         );
         for (tag, columns) in [
-            ("t_keyed_gone", "column \"id\" of table t_keyed"),
-            ("t_two_gone", "column \"a\" of table t_two, column \"b\" of table t_two"),
+            ("t_keyed_gone", "column \"id\" of table public.t_keyed"),
+            ("t_two_gone", "column \"a\" of table public.t_two, column \"b\" of table public.t_two"),
         ] {
             let e = c.query_one(&format!("SELECT seqgen_next('{tag}')"), &[]).unwrap_err();
             let e = e.as_db_error().expect("an error from the server");
@@ -339,7 +339,37 @@ mod tests {
             let hint = e.hint().unwrap_or_default();
             assert!(hint.contains("above the values those columns hold") && !hint.contains("seqgen_adopt"), "{hint}");
         }
-        autonomous("DROP TABLE t_moved, t_other, t_elsewhere, t_keyed, t_two; SELECT seqgen_drop('t_moved_tag')");
+        // adopting the keyed one would replace its DEFAULT: refused as before
+        let e = c.batch_execute("SELECT seqgen_adopt('t_keyed_gone', 't_keyed', 'id')").unwrap_err();
+        assert_eq!(e.code().map(|c| c.code()), Some("0A000"), "{e:?}");
+        // a partitioned table: its partitions' DEFAULTs are copies of its own, and adopting it
+        // covers them; a view's DEFAULT is not a table to adopt
+        autonomous(
+            "CREATE TABLE t_parted (id bigint DEFAULT seqgen_next('t_parted_gone'), k int) PARTITION BY RANGE (k); \
+             CREATE TABLE t_parted_1 PARTITION OF t_parted FOR VALUES FROM (0) TO (10); \
+             CREATE TABLE t_parted_2 PARTITION OF t_parted FOR VALUES FROM (10) TO (20); \
+             INSERT INTO t_parted (id, k) VALUES (7, 1), (9, 15); \
+             CREATE TABLE t_under (id bigint); CREATE VIEW t_view AS SELECT id FROM t_under; \
+             ALTER VIEW t_view ALTER COLUMN id SET DEFAULT seqgen_next('t_view_gone')",
+        );
+        let e = c.query_one("SELECT seqgen_next('t_parted_gone')", &[]).unwrap_err();
+        let e = e.as_db_error().expect("an error from the server");
+        assert_eq!(
+            e.detail().map(|d| d.starts_with("The DEFAULT of column \"id\" of table public.t_parted draws")),
+            Some(true),
+            "{:?}",
+            e.detail()
+        );
+        let call = "SELECT seqgen_adopt('t_parted_gone', 'public.t_parted', 'id')";
+        assert!(e.hint().unwrap_or_default().contains(call), "{:?}", e.hint());
+        assert_eq!(c.query_one(call, &[]).unwrap().get::<_, i64>(0), 10);
+        let e = c.query_one("SELECT seqgen_next('t_view_gone')", &[]).unwrap_err();
+        let hint = e.as_db_error().and_then(|d| d.hint()).unwrap_or_default().to_string();
+        assert!(hint.contains("above the values those columns hold") && !hint.contains("seqgen_adopt"), "{hint}");
+        autonomous(
+            "DROP VIEW t_view; DROP TABLE t_moved, t_other, t_elsewhere, t_keyed, t_two, t_parted, t_under; \
+             SELECT seqgen_drop('t_moved_tag'); SELECT seqgen_drop('t_parted_gone')",
+        );
     }
 
     /// seqgen_column_tag: the first tag a DEFAULT names, through casts and expressions; NULL
@@ -353,7 +383,9 @@ mod tests {
                                 d bigint DEFAULT 7, \
                                 e bigint, \
                                 f bigint DEFAULT seqgen_snowflake(), \
-                                \"G h\" bigint DEFAULT seqgen_next('ct_g'))",
+                                \"G h\" bigint DEFAULT seqgen_next('ct_g'), \
+                                i text DEFAULT seqgen_render('INV-{seq:6}', seqgen_next('ct_i'), now(), 'UTC'), \
+                                j bigint DEFAULT seqgen_next(biz_tag => 'ct_j'))",
         )
         .unwrap();
         let tag = |col: &str| {
@@ -366,6 +398,9 @@ mod tests {
         assert_eq!(tag("e"), None);
         assert_eq!(tag("f"), None);
         assert_eq!(tag("G h").as_deref(), Some("ct_g"));
+        // a template is not a tag: only a function's biz_tag argument is
+        assert_eq!(tag("i").as_deref(), Some("ct_i"));
+        assert_eq!(tag("j").as_deref(), Some("ct_j"));
         assert_eq!(sqlstate("SELECT seqgen_column_tag('t_ct', 'nope')"), Some(ERRCODE_UNDEFINED_COLUMN));
         assert_eq!(sqlstate("SELECT seqgen_column_tag('t_ct', 'ctid')"), Some(ERRCODE_UNDEFINED_COLUMN));
         assert_eq!(sqlstate("SELECT seqgen_column_tag('no_such_table', 'a')"), Some(ERRCODE_UNDEFINED_TABLE));

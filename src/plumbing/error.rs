@@ -291,14 +291,14 @@ impl<T> OrRaise<T> for Result<T> {
     }
 }
 
-/// An argument of an administrative call, which must not be NULL: raises 22004 naming it
-/// (draws are STRICT instead, like `nextval`). One rule for every administrative function.
-#[inline]
 /// `text` as an SQL string literal, for a call quoted in a hint.
 fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
+/// An argument of an administrative call, which must not be NULL: raises 22004 naming it
+/// (draws are STRICT instead, like `nextval`). One rule for every administrative function.
+#[inline]
 pub fn required<T>(value: Option<T>, name: &'static str) -> T {
     value.ok_or(SeqgenError::NullArgument(name)).or_raise()
 }

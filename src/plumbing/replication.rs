@@ -76,12 +76,13 @@ pub fn unknown_tag(tag: &str) -> SeqgenError {
     if let Some(subscription) = catalog_not_received() {
         return SeqgenError::TagNotReplicated { tag: tag.to_string(), subscription };
     }
-    match defaults::columns_drawing_from(tag) {
-        Ok(found) if !found.is_empty() => SeqgenError::UnknownTagDrawn {
-            tag: tag.to_string(),
-            adoptable: found.len() == 1 && found[0].whole && found[0].function == "seqgen_next",
-            columns: found.into_iter().map(|d| (d.table, d.column)).collect(),
-        },
-        _ => SeqgenError::UnknownTag(tag.to_string()),
+    let found = defaults::columns_drawing_from(tag);
+    if found.is_empty() {
+        return SeqgenError::UnknownTag(tag.to_string());
+    }
+    SeqgenError::UnknownTagDrawn {
+        tag: tag.to_string(),
+        adoptable: found.len() == 1 && found[0].whole && found[0].is_table && found[0].function == "seqgen_next",
+        columns: found.into_iter().map(|d| (d.table, d.column)).collect(),
     }
 }
