@@ -886,7 +886,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, p
 COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text) IS 'Next ID of a tag (a column DEFAULT): never repeated, no lock and no table access in steady state';
 COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) IS 'Next ID of a tag''s counter for one key (a tenant, a project), counted from the tag''s start';
 COMMENT ON FUNCTION @extschema@.seqgen_next_batch(pg_catalog.text, pg_catalog.int4) IS 'The next n IDs of a tag, ascending';
-COMMENT ON FUNCTION @extschema@.seqgen_status() IS 'One row per tag: step, reserved maximum, next value, prefetch, rate, waits';
+COMMENT ON FUNCTION @extschema@.seqgen_status() IS 'One row per tag the caller owns or may draw from (every tag for pg_monitor): step, reserved maximum, next value, prefetch, rate, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_key_status(pg_catalog.text, pg_catalog.text) IS 'The keys of a tag (or one key): reserved maximum, step, next value';
 COMMENT ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8) IS 'Move a tag''s numbering up to start_with when the transaction commits (never down)';
 COMMENT ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8, pg_catalog.bool) IS 'Move a tag''s numbering up to start_with; force takes a start_with so far above the tag''s values that it is otherwise refused as a likely typo';

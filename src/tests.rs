@@ -1488,6 +1488,58 @@ mod tests {
         assert_eq!(one("SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'seqgen_raise'"), 0);
     }
 
+    /// seqgen_status() shows a role granted EXECUTE on it the tags it owns or may draw from
+    /// (it failed with "permission denied for schema seqgen"), a member of pg_monitor every
+    /// tag, and a role with neither none (issue 31, item 7).
+    #[pg_test]
+    fn status_shows_each_role_its_tags() {
+        autonomous(
+            "DO $$ BEGIN CREATE ROLE st_owner NOLOGIN; CREATE ROLE st_drawer NOLOGIN; \
+             CREATE ROLE st_watch NOLOGIN IN ROLE pg_monitor; CREATE ROLE st_none NOLOGIN; \
+             EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
+             GRANT EXECUTE ON FUNCTION seqgen_status(), seqgen_create(text, integer, bigint, text) \
+             TO st_owner, st_drawer, st_watch, st_none; \
+             SET ROLE st_owner; SELECT seqgen_create('st_mine'); RESET ROLE; \
+             SELECT seqgen_create('st_granted'); SELECT seqgen_grant('st_granted', 'st_drawer'); \
+             SELECT seqgen_create('st_hidden')",
+        );
+        let seen = |role: &str| -> String {
+            Spi::run(&format!("SET LOCAL ROLE {role}")).unwrap();
+            let tags = Spi::get_one::<String>(
+                "SELECT coalesce(string_agg(biz_tag, ',' ORDER BY biz_tag), '') FROM seqgen_status() WHERE biz_tag LIKE 'st\\_%'",
+            )
+            .unwrap()
+            .unwrap_or_default();
+            Spi::run("RESET ROLE").unwrap();
+            tags
+        };
+        assert_eq!(seen("st_owner"), "st_mine");
+        assert_eq!(seen("st_drawer"), "st_granted");
+        assert_eq!(seen("st_watch"), "st_granted,st_hidden,st_mine");
+        assert_eq!(seen("st_none"), "");
+        // an opaque tag's counters are its owner's only (seqgen_reveal's rule): a role that may
+        // draw from it, or pg_monitor, sees NULLs
+        autonomous("SELECT seqgen_make_opaque('st_granted')");
+        let counters = |role: &str| -> bool {
+            Spi::run(&format!("SET LOCAL ROLE {role}")).unwrap();
+            let shown =
+                Spi::get_one::<bool>("SELECT max_id IS NOT NULL FROM seqgen_status() WHERE biz_tag = 'st_granted'")
+                    .unwrap()
+                    .unwrap();
+            Spi::run("RESET ROLE").unwrap();
+            shown
+        };
+        assert!(!counters("st_drawer"));
+        assert!(!counters("st_watch"));
+        assert!(Spi::get_one::<bool>("SELECT max_id IS NOT NULL FROM seqgen_status() WHERE biz_tag = 'st_granted'")
+            .unwrap()
+            .unwrap());
+        assert!(Spi::get_one::<bool>("SELECT max_id IS NOT NULL FROM seqgen_status() WHERE biz_tag = 'st_mine'")
+            .unwrap()
+            .unwrap());
+        autonomous("SELECT seqgen_drop('st_mine'); SELECT seqgen_drop('st_granted'); SELECT seqgen_drop('st_hidden')");
+    }
+
     /// Item 8: a tag has an owner, who grants and revokes drawing from it; others get 42501
     /// naming the tag, and may not change it.
     #[pg_test]

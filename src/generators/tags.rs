@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use pgrx::prelude::*;
 use seqgen_core::adaptive::MAX_NODE_BITS;
 
-use crate::plumbing::acl::require_owner;
+use crate::plumbing::acl::{self, require_owner};
 use crate::plumbing::catalog::first_row;
 use crate::plumbing::defaults;
 use crate::plumbing::directory::{self, admin_checks};
@@ -440,7 +440,10 @@ fn column_tag(tbl: pg_sys::Oid, col: &str) -> Result<Option<String>> {
     Ok(defaults::drawing_columns(Some((tbl, attnum)))?.into_iter().next().map(|d| d.tag))
 }
 
-/// One row per tag: the catalog joined with what shared memory holds for it.
+/// One row per tag the caller may see (its own tags, those it may draw from; every tag for a
+/// superuser or a member of `pg_monitor`): the catalog joined with what shared memory holds
+/// for it. An opaque tag's counters (`max_id`, `next_value`, `segment_end`, `ids_per_sec`,
+/// `current_step`) are NULL except to its owner.
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)]
 fn seqgen_status() -> TableIterator<
@@ -448,11 +451,11 @@ fn seqgen_status() -> TableIterator<
     (
         name!(biz_tag, String),
         name!(step, i32),
-        name!(max_id, i64),
+        name!(max_id, Option<i64>),
         name!(next_value, Option<i64>),
         name!(segment_end, Option<i64>),
         name!(next_segment_ready, bool),
-        name!(ids_per_sec, f64),
+        name!(ids_per_sec, Option<f64>),
         name!(current_step, Option<i64>),
         name!(waits, i64),
         name!(opaque, bool),
@@ -462,33 +465,49 @@ fn seqgen_status() -> TableIterator<
     ),
 > {
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
-    let rows = bounded_lock_wait(|| {
-        Spi::connect(|c| {
-            let mut rows = vec![];
-            let t = c.select(
-                "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL, node_bits \
-             FROM seqgen.alloc ORDER BY biz_tag",
-                None,
-                &[],
-            )?;
-            for row in t {
-                let tag: String = row.get(1)?.unwrap_or_default();
-                let step: i32 = row.get(2)?.unwrap_or_default();
-                let max_id: i64 = row.get(3)?.unwrap_or_default();
-                let desc: Option<String> = row.get(4)?;
-                let time: Option<pgrx::datum::TimestampWithTimeZone> = row.get(5)?;
-                let opaque: bool = row.get(6)?.unwrap_or(false);
-                let node_bits: i32 = row.get(7)?.unwrap_or(0);
-                rows.push((tag, step, max_id, desc, time, opaque, node_bits));
-            }
-            Ok::<_, pgrx::spi::Error>(rows)
+    // read as the bootstrap superuser (the catalog's schema is private); each row is shown
+    // only to a role that may see it (its owner, a role that may draw from it, pg_monitor),
+    // decided on the latest committed grants, as drawing is (a REPEATABLE READ snapshot taken
+    // before a revoke or a drop does not keep showing the tag)
+    let (rows, acl) = bounded_lock_wait(|| {
+        as_superuser(|| {
+            let rows = Spi::connect(|c| {
+                let mut rows = vec![];
+                let t = c.select(
+                    "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL, node_bits \
+                     FROM seqgen.alloc ORDER BY biz_tag",
+                    None,
+                    &[],
+                )?;
+                for row in t {
+                    let tag: String = row.get(1)?.unwrap_or_default();
+                    let step: i32 = row.get(2)?.unwrap_or_default();
+                    let max_id: i64 = row.get(3)?.unwrap_or_default();
+                    let desc: Option<String> = row.get(4)?;
+                    let time: Option<pgrx::datum::TimestampWithTimeZone> = row.get(5)?;
+                    let opaque: bool = row.get(6)?.unwrap_or(false);
+                    let node_bits: i32 = row.get(7)?.unwrap_or(0);
+                    rows.push((tag, step, max_id, desc, time, opaque, node_bits));
+                }
+                Ok::<_, pgrx::spi::Error>(rows)
+            })?;
+            let acl = acl::latest_grants()?;
+            Ok::<_, pgrx::spi::Error>((rows, acl))
         })
     })
     .map_err(|e| SeqgenError::Internal(e.to_string()))
     .or_raise();
+    // decided as the caller, not as the superuser that read the rows
     let out: Vec<_> = rows
         .into_iter()
-        .map(|(tag, step, max_id, desc, time, opaque, node_bits)| {
+        .filter_map(|(tag, step, max_id, desc, time, opaque, node_bits)| {
+            let grants = acl.get(&tag)?;
+            if !grants.may_see() {
+                return None;
+            }
+            // an opaque tag's counters reveal its order and volume: to its owner only, as
+            // seqgen_reveal is
+            let counters = !opaque || grants.owned();
             let live = directory::lookup(h, tag.as_bytes());
             let snap = live.map(|r| (r.slot.seg.snapshot(), r.slot));
             let (next_value, segment_end, next_ready, rate, cur_step, waits) = match snap {
@@ -505,21 +524,22 @@ fn seqgen_status() -> TableIterator<
                 }
                 None => (None, None, false, 0.0, None, 0),
             };
-            (
+            let shown = |v: Option<i64>| v.filter(|_| counters);
+            Some((
                 tag,
                 step,
-                max_id,
-                next_value,
-                segment_end,
+                shown(Some(max_id)),
+                shown(next_value),
+                shown(segment_end),
                 next_ready,
-                rate,
-                cur_step,
+                Some(rate).filter(|_| counters),
+                shown(cur_step),
                 waits,
                 opaque,
                 node_bits,
                 desc,
                 time,
-            )
+            ))
         })
         .collect();
     TableIterator::new(out)

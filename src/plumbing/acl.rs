@@ -133,6 +133,53 @@ pub fn may_draw(tag: &str) -> Result<bool> {
     Ok(row.public || is_owner(row.owner) || row.drawers.iter().any(|g| unsafe { pg_sys::has_privs_of_role(me, *g) }))
 }
 
+/// A tag's grants, as the latest committed catalog has them.
+pub struct Grants {
+    owner: pg_sys::Oid,
+    public: bool,
+    drawers: Vec<pg_sys::Oid>,
+}
+
+impl Grants {
+    /// May the current user see the tag in the status listings: a superuser or a member of
+    /// `pg_monitor` sees every tag; anyone else the tags it owns (through membership too) or
+    /// may draw from.
+    pub fn may_see(&self) -> bool {
+        let me = unsafe { pg_sys::GetUserId() };
+        let monitor = unsafe { pg_sys::has_privs_of_role(me, pg_sys::Oid::from(pg_sys::ROLE_PG_MONITOR)) };
+        monitor
+            || self.public
+            || is_owner(self.owner)
+            || self.drawers.iter().any(|g| unsafe { pg_sys::has_privs_of_role(me, *g) })
+    }
+
+    /// Does the current user own the tag (or is it a superuser)?
+    pub fn owned(&self) -> bool {
+        is_owner(self.owner)
+    }
+}
+
+/// Every tag's grants, by name, from the latest committed catalog (whatever the isolation
+/// level, as [`may_draw`] reads them). Run as the bootstrap superuser.
+pub fn latest_grants() -> std::result::Result<std::collections::HashMap<String, Grants>, pgrx::spi::Error> {
+    const SQL: &str = "SELECT biz_tag, owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
+         drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc";
+    let oid = |v: i64| pg_sys::Oid::from(v as u32);
+    Ok(crate::plumbing::session::latest(SQL, &[])?
+        .into_iter()
+        .map(|row| {
+            (
+                row[0].text().unwrap_or_default(),
+                Grants {
+                    owner: oid(row[1].int().unwrap_or(0)),
+                    public: row[2].bool().unwrap_or(false),
+                    drawers: row[3].ints().unwrap_or_default().into_iter().map(oid).collect(),
+                },
+            )
+        })
+        .collect())
+}
+
 /// The current user must own `tag` (or be a superuser) to change it.
 pub fn require_owner(tag: &str) -> Result<()> {
     let row = read(tag)?.ok_or_else(|| SeqgenError::UnknownTag(tag.to_string()))?;

@@ -158,6 +158,8 @@ enum Admin {
     KeyStatus(usize),
     /// `seqgen_column_tag` of `fz_cols`' column for the tag: must name the tag.
     ColumnTag(usize),
+    /// `seqgen_status()`: by `fz_app`, it must list no tag `fz_app` was not granted.
+    Status,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -302,8 +304,11 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     19..=20 | 26..=28 => Admin::Grant(t, rng.random_bool(0.5)),
                     21..=22 => Admin::Apply(rng.random_range(0..2), t),
                     23 if rng.random_bool(0.3) => Admin::Apply(2, t),
-                    24 if rng.random_bool(0.5) => Admin::KeyStatus(t),
-                    24 => Admin::ColumnTag(t),
+                    24 => match rng.random_range(0..3) {
+                        0 => Admin::KeyStatus(t),
+                        1 => Admin::ColumnTag(t),
+                        _ => Admin::Status,
+                    },
                     _ => Admin::BadInput(rng.random_range(0..14)),
                 };
                 // a raise by an hour that commits would rightly refuse calls for an hour: only
@@ -314,7 +319,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     (Admin::HandRaise(..), Shape::Auto) => Shape::Commit,
                     (_, sh) => sh,
                 };
-                Op::Admin(s, a, sh)
+                // seqgen_status() is checked by what the ordinary role fz_app sees
+                Op::Admin(if a == Admin::Status { 3 } else { s }, a, sh)
             }
             80..=89 => {
                 let db = rng.random_range(0..DBS.len());
@@ -431,7 +437,7 @@ impl Run {
                  GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer),
                    seqgen_order_no(text), seqgen_snowflake(), seqgen_uuidv7(),
                    seqgen_gapless_next(text, text), seqgen_next(text, text),
-                   seqgen_order_no(text, text) TO fz_app;
+                   seqgen_order_no(text, text), seqgen_status() TO fz_app;
                  SELECT seqgen_create_gapless('gl');
                  SELECT seqgen_grant('gl', 'fz_app');
                  -- numbered at commit: partitioned, with a BEFORE trigger that touches every
@@ -860,6 +866,7 @@ impl Run {
             ][*i]
                 .to_string(),
             Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),
+            Admin::Status => "SELECT biz_tag FROM seqgen_status()".to_string(),
             Admin::ColumnTag(t) => format!(
                 "DO $$ BEGIN IF seqgen_column_tag('fz_cols', 'c_{0}') IS DISTINCT FROM '{0}' THEN \
                  RAISE EXCEPTION 'seqgen_column_tag(fz_cols, c_{0}) is not {0}' USING ERRCODE = 'XX001'; \
@@ -902,6 +909,26 @@ impl Run {
                 .collect(),
             _ => vec![a.clone()],
         };
+        // fz_app sees in seqgen_status() no tag it was not granted, and (with no prepared
+        // transaction pending) every tag it was
+        if let (Admin::Status, Ok(listed), 3) = (a, &rows, s) {
+            for (t, name) in TAGS.iter().enumerate() {
+                let granted = self.model.granted.get(&self.tag_key(db, t)).copied().unwrap_or(Some(false));
+                let shown = listed.iter().any(|l| l == name);
+                if shown && granted == Some(false) {
+                    return Err(format!(
+                        "fz_app sees tag {name} in seqgen_status() of {}, which it was not granted",
+                        DBS[db]
+                    ));
+                }
+                if !shown && granted == Some(true) && self.exists.contains(&(db, t)) && self.prepared.is_empty() {
+                    return Err(format!(
+                        "fz_app does not see tag {name} in seqgen_status() of {}, which it was granted",
+                        DBS[db]
+                    ));
+                }
+            }
+        }
         let r = rows.and(ended);
         // bad input is refused (with a documented code, checked by the caller), never accepted
         if let (Admin::BadInput(_), Ok(_)) = (a, &r) {
