@@ -124,11 +124,13 @@ use_build_cache() {
     fi
 }
 
-# Build (release) and install the extension into the installation of PG_MAJOR.
+# Build and install the extension into the installation of PG_MAJOR, with the cargo profile
+# SEQGEN_INSTALL_PROFILE (default release; tests/run.sh picks itest where no package is built).
 install_extension() {
-    say "building and installing pg_seqgen (release) into PostgreSQL $PG_MAJOR"
+    local profile=${SEQGEN_INSTALL_PROFILE:-release}
+    say "building and installing pg_seqgen ($profile) into PostgreSQL $PG_MAJOR"
     local log=/tmp/pg_seqgen_install.log
-    if ! (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" ${CARGO_TARGET_DIR:+"CARGO_TARGET_DIR=$CARGO_TARGET_DIR"} cargo pgrx install --release --pg-config "$PG_CONFIG") >"$log" 2>&1; then
+    if ! (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" ${CARGO_TARGET_DIR:+"CARGO_TARGET_DIR=$CARGO_TARGET_DIR"} cargo pgrx install --profile "$profile" --pg-config "$PG_CONFIG") >"$log" 2>&1; then
         tail -50 "$log"
         echo "cargo pgrx install failed (full log: $log)" >&2
         return 1
