@@ -13,7 +13,7 @@ use pgrx::prelude::*;
 use seqgen_core::adaptive::MAX_NODE_BITS;
 
 use crate::plumbing::acl::{self, require_owner};
-use crate::plumbing::catalog::first_row;
+use crate::plumbing::catalog::{self, first_row};
 use crate::plumbing::defaults;
 use crate::plumbing::directory::{self, admin_checks};
 use crate::plumbing::error::{check_tag, required, OrRaise, Result, SeqgenError};
@@ -465,6 +465,12 @@ fn seqgen_status() -> TableIterator<
     ),
 > {
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
+    // a catalog of another version (the library was updated, ALTER EXTENSION UPDATE not run
+    // yet) may lack the columns read below: refused as draws are
+    let version = Spi::connect(|c| catalog::extension_version(&c)).map_err(|e| SeqgenError::Internal(e.to_string()));
+    if let Some(v) = version.or_raise().filter(|v| v != catalog::LIB_VERSION) {
+        SeqgenError::NeedsUpdate(v).raise();
+    }
     // read as the bootstrap superuser (the catalog's schema is private); each row is shown
     // only to a role that may see it (its owner, a role that may draw from it, pg_monitor),
     // decided on the latest committed grants, as drawing is (a REPEATABLE READ snapshot taken

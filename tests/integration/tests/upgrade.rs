@@ -213,6 +213,10 @@ fn upgrade(old: &str, from: &str, port: u16) {
     let err = c.connect().query_one("SELECT seqgen_next('seg')", &[]).unwrap_err();
     println!("before ALTER EXTENSION UPDATE: {} ({:?})", err, sqlstate(&err));
     assert_eq!(sqlstate(&err).as_deref(), Some("55000"));
+    // the status too, which reads the catalog itself (it failed with 42703 on a 0.1.0 to
+    // 0.3.0 catalog, which has no owners, and answered from a 0.4.0 or 0.5.0 one)
+    let err = c.connect().query("SELECT * FROM seqgen_status()", &[]).unwrap_err();
+    assert_eq!(sqlstate(&err).as_deref(), Some("55000"), "seqgen_status() before the update: {err:?}");
     c.sql("ALTER EXTENSION pg_seqgen UPDATE");
     let version: String =
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
