@@ -52,7 +52,8 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg
 REVOKE ALL ON FUNCTION @extschema@.seqgen_column_tag(pg_catalog.regclass, pg_catalog.text) FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
 -- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode,
--- seqgen_snowflake53_decode, seqgen_snowflake53_at): they read no state and can be used in CHECK constraints.
+-- seqgen_snowflake53_decode, seqgen_snowflake53_at, seqgen_encode, seqgen_decode, seqgen_encode_uuid,
+-- seqgen_decode_uuid): they read no state and can be used in CHECK constraints.
 
 -- What each function is: its COMMENT (\df+ shows it), the one place the descriptions are kept.
 -- The update script from 0.5.0 carries the same block (a test compares them, and the upgrade
@@ -84,6 +85,10 @@ COMMENT ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text
 COMMENT ON FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text) IS 'Render an order-number template for a counter value and a time, without drawing';
 COMMENT ON FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text, pg_catalog.text) IS 'Render an order-number template for a counter value and a time, with a tag''s opaque key, without drawing';
 COMMENT ON FUNCTION @extschema@.seqgen_check_digit_valid(pg_catalog.text) IS 'Whether the last digit of a number is its Luhn check digit';
+COMMENT ON FUNCTION @extschema@.seqgen_encode(pg_catalog.int8, pg_catalog.int4) IS 'A bigint ID as sortable text: fixed-width Crockford base32 (13 characters by default)';
+COMMENT ON FUNCTION @extschema@.seqgen_decode(pg_catalog.text) IS 'The bigint ID that a text of seqgen_encode stands for';
+COMMENT ON FUNCTION @extschema@.seqgen_encode_uuid(pg_catalog.uuid) IS 'A uuid as sortable text: its ULID (26 characters of Crockford base32)';
+COMMENT ON FUNCTION @extschema@.seqgen_decode_uuid(pg_catalog.text) IS 'The uuid that a ULID text stands for';
 COMMENT ON FUNCTION @extschema@.seqgen_create_gapless(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) IS 'Create a gapless tag: numbers assigned at commit, one after another, none lost';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catalog.text) IS 'Next gapless number of a tag (and key), held by the transaction until it ends';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) IS 'Next gapless order number of a tag (and key), held by the transaction until it ends';

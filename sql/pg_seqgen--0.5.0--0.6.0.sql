@@ -875,6 +875,34 @@ BEGIN
 END
 $fn$;
 
+-- Sortable text for IDs (issue 34): Crockford base32 of a bigint or a uuid (a ULID), and back.
+-- Pure functions, executable by everyone like the other helpers.
+CREATE FUNCTION @extschema@."seqgen_encode"(
+	"value" bigint,
+	"width" INT DEFAULT 13
+) RETURNS TEXT
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_encode_wrapper';
+CREATE FUNCTION @extschema@."seqgen_decode"(
+	"id" TEXT
+) RETURNS bigint
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_decode_wrapper';
+CREATE FUNCTION @extschema@."seqgen_encode_uuid"(
+	"value" uuid
+) RETURNS TEXT
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_encode_uuid_wrapper';
+CREATE FUNCTION @extschema@."seqgen_decode_uuid"(
+	"id" TEXT
+) RETURNS uuid
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_decode_uuid_wrapper';
+
 -- What each function is: its COMMENT (\df+ shows it), the one place the descriptions are kept.
 -- The update script from 0.5.0 carries the same block (a test compares them, and the upgrade
 -- test compares every function's description after an update with a fresh install's). Internal
@@ -905,6 +933,10 @@ COMMENT ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text
 COMMENT ON FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text) IS 'Render an order-number template for a counter value and a time, without drawing';
 COMMENT ON FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text, pg_catalog.text) IS 'Render an order-number template for a counter value and a time, with a tag''s opaque key, without drawing';
 COMMENT ON FUNCTION @extschema@.seqgen_check_digit_valid(pg_catalog.text) IS 'Whether the last digit of a number is its Luhn check digit';
+COMMENT ON FUNCTION @extschema@.seqgen_encode(pg_catalog.int8, pg_catalog.int4) IS 'A bigint ID as sortable text: fixed-width Crockford base32 (13 characters by default)';
+COMMENT ON FUNCTION @extschema@.seqgen_decode(pg_catalog.text) IS 'The bigint ID that a text of seqgen_encode stands for';
+COMMENT ON FUNCTION @extschema@.seqgen_encode_uuid(pg_catalog.uuid) IS 'A uuid as sortable text: its ULID (26 characters of Crockford base32)';
+COMMENT ON FUNCTION @extschema@.seqgen_decode_uuid(pg_catalog.text) IS 'The uuid that a ULID text stands for';
 COMMENT ON FUNCTION @extschema@.seqgen_create_gapless(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) IS 'Create a gapless tag: numbers assigned at commit, one after another, none lost';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catalog.text) IS 'Next gapless number of a tag (and key), held by the transaction until it ends';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) IS 'Next gapless order number of a tag (and key), held by the transaction until it ends';

@@ -12,4 +12,5 @@ pub mod segment;
 pub mod shape;
 pub mod snowflake;
 pub mod template;
+pub mod text;
 pub mod uuid;

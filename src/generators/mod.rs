@@ -10,4 +10,5 @@ pub mod segment;
 pub mod snowflake;
 pub mod snowflake53;
 pub mod tags;
+pub mod text;
 pub mod uuid;

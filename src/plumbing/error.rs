@@ -6,6 +6,7 @@
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgLogLevel;
+use seqgen_core::text::TextIdError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SeqgenError {
@@ -124,6 +125,9 @@ pub enum SeqgenError {
     Raised { state: i32, message: String },
     #[error("column \"{column}\" of relation {table} does not exist")]
     UnknownColumn { table: String, column: String },
+    /// A value that has no ID text, or text that is no ID (`seqgen_encode`, `seqgen_decode`).
+    #[error(transparent)]
+    TextId(#[from] seqgen_core::text::TextIdError),
     /// An error of one part of a configuration document (`seqgen_apply`), with its JSON path;
     /// keeps the SQLSTATE and hint of the error it wraps.
     #[error("{path}: {inner}")]
@@ -162,6 +166,9 @@ impl SeqgenError {
             WorkerFailed { .. } => ERRCODE_INTERNAL_ERROR,
             Raised { state, .. } => PgSqlErrorCode::from(*state),
             UnknownColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
+            TextId(e) if e.is_input_syntax() => ERRCODE_INVALID_TEXT_REPRESENTATION,
+            TextId(TextIdError::OutOfRange { .. } | TextIdError::TooWide { .. }) => ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            TextId(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) | GaplessBusy { .. } => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) | UnknownTagDrawn { .. } | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
@@ -254,6 +261,7 @@ impl SeqgenError {
             GaplessNotWritten { .. } => "Let the committing role update the rows it inserts: no BEFORE UPDATE trigger may return NULL for the numbering update, and the table's SELECT and UPDATE policies must admit the row.".into(),
             GaplessOverwritten { column, .. } => format!("Let the table's BEFORE UPDATE triggers leave column \"{column}\" as the update sets it."),
             KeyLimit { .. } => "Reuse keys, drop the tags no longer needed (their keys go with them), or raise seqgen.max_keys_per_role.".into(),
+            TextId(e) => return e.hint().map(String::from),
             OrderOverflow { .. } => "Use a wider {seq:N} or a finer period; for periods of a second, seqgen.order_no_overflow = wait waits for the next second instead.".into(),
             _ => return None,
         })

@@ -119,9 +119,12 @@ enum Draw {
     OrderNo(usize, u32),
     /// `seqgen_order_no(tag, key)` on keys `k0` to `k2` in turn, this many rows.
     OrderKeyed(usize, u32),
-    Snowflake(u32),
-    Uuid(u32),
-    Snowflake53(u32),
+    /// A clock-ordered generator's IDs, this many rows; as their sortable text
+    /// (`seqgen_encode`, `seqgen_encode_uuid`) when the flag is set, decoded here into the
+    /// same ledger as the numbers, so a text and a number of one ID count as a repeat.
+    Snowflake(u32, bool),
+    Uuid(u32, bool),
+    Snowflake53(u32, bool),
     /// Gapless numbers of tag `gl`: rows of one key (`k0` to `k2`), numbered in the
     /// transaction (`seqgen_gapless_next`) or at its commit (the table's trigger).
     Gapless {
@@ -129,6 +132,32 @@ enum Draw {
         rows: u32,
         at_commit: bool,
     },
+}
+
+/// A drawn bigint: as PostgreSQL prints it, or as its sortable text of `width` characters
+/// (decoded with the core's codec, which must give it back in upper case).
+fn bigint_of(v: &str, text: bool, width: usize) -> Result<i64, String> {
+    if !text {
+        return v.parse().map_err(|_| format!("not a bigint: {v}"));
+    }
+    let id = seqgen_core::text::decode_i64(v).map_err(|e| format!("not an ID's text: {e}"))?;
+    if v.len() != width || seqgen_core::text::encode_i64(id, width as i64).ok().as_deref() != Some(v) {
+        return Err(format!("{v} is not the {width}-character text of {id}"));
+    }
+    Ok(id)
+}
+
+/// A drawn uuid as PostgreSQL prints it, from itself or from its ULID text.
+fn uuid_of(v: &str, text: bool) -> Result<String, String> {
+    if !text {
+        return Ok(v.to_string());
+    }
+    let n = seqgen_core::text::decode_u128(v).map_err(|e| format!("not a ULID: {e}"))?;
+    if seqgen_core::text::encode_u128(n) != v {
+        return Err(format!("{v} is not the canonical ULID of its value"));
+    }
+    let h = format!("{n:032x}");
+    Ok(format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]))
 }
 
 /// A tag incarnation of a database: (database, tag, incarnation).
@@ -263,9 +292,9 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     12..=13 => {
                         Draw::OrderKeyed(if rng.random_bool(0.6) { 2 } else { ot }, [1, 3, 40][rng.random_range(0..3)])
                     }
-                    14..=15 => Draw::Snowflake([1, 50][rng.random_range(0..2)]),
-                    16..=17 => Draw::Uuid([1, 50][rng.random_range(0..2)]),
-                    18..=19 => Draw::Snowflake53([1, 50][rng.random_range(0..2)]),
+                    14..=15 => Draw::Snowflake([1, 50][rng.random_range(0..2)], rng.random_bool(0.3)),
+                    16..=17 => Draw::Uuid([1, 50][rng.random_range(0..2)], rng.random_bool(0.3)),
+                    18..=19 => Draw::Snowflake53([1, 50][rng.random_range(0..2)], rng.random_bool(0.3)),
                     _ => Draw::Gapless {
                         key: rng.random_range(0..3),
                         rows: [1, 3][rng.random_range(0..2)],
@@ -719,9 +748,14 @@ impl Run {
             Draw::OrderKeyed(t, n) => {
                 format!("SELECT seqgen_order_no('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g", TAGS[*t])
             }
-            Draw::Snowflake(k) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
-            Draw::Uuid(k) => format!("SELECT seqgen_uuidv7() FROM generate_series(1, {k})"),
-            Draw::Snowflake53(k) => format!("SELECT seqgen_snowflake53() FROM generate_series(1, {k})"),
+            Draw::Snowflake(k, false) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
+            Draw::Snowflake(k, true) => format!("SELECT seqgen_encode(seqgen_snowflake()) FROM generate_series(1, {k})"),
+            Draw::Uuid(k, false) => format!("SELECT seqgen_uuidv7() FROM generate_series(1, {k})"),
+            Draw::Uuid(k, true) => format!("SELECT seqgen_encode_uuid(seqgen_uuidv7()) FROM generate_series(1, {k})"),
+            Draw::Snowflake53(k, false) => format!("SELECT seqgen_snowflake53() FROM generate_series(1, {k})"),
+            Draw::Snowflake53(k, true) => {
+                format!("SELECT seqgen_encode(seqgen_snowflake53(), 11) FROM generate_series(1, {k})")
+            }
             Draw::Gapless { key, rows, at_commit: true } => {
                 format!("INSERT INTO gl_t (k) SELECT 'k{key}' FROM generate_series(1, {rows}) RETURNING k")
             }
@@ -787,11 +821,11 @@ impl Run {
                     let key = self.tag_key(db, *t);
                     self.texts.entry(key).or_default().insert(v.clone())
                 }
-                Draw::Snowflake(_) => self.flakes.insert(v.parse().map_err(|_| format!("not a bigint: {v}"))?),
-                Draw::Uuid(_) => self.uuids.insert(v.clone()),
+                Draw::Snowflake(_, text) => self.flakes.insert(bigint_of(v, *text, 13)?),
+                Draw::Uuid(_, text) => self.uuids.insert(uuid_of(v, *text)?),
                 Draw::Gapless { .. } => true,
-                Draw::Snowflake53(_) => {
-                    let id: i64 = v.parse().map_err(|_| format!("not a bigint: {v}"))?;
+                Draw::Snowflake53(_, text) => {
+                    let id = bigint_of(v, *text, 11)?;
                     if id >= 1 << 53 {
                         return Err(format!("53-bit snowflake {id} is not below 2^53"));
                     }
@@ -1145,9 +1179,9 @@ impl Run {
                     }
                 }
             }
-            checks.push((db, Draw::Snowflake(1)));
-            checks.push((db, Draw::Uuid(1)));
-            checks.push((db, Draw::Snowflake53(1)));
+            checks.push((db, Draw::Snowflake(1, false)));
+            checks.push((db, Draw::Uuid(1, false)));
+            checks.push((db, Draw::Snowflake53(1, false)));
             checks.push((db, Draw::Gapless { key: 0, rows: 1, at_commit: true }));
             checks.push((db, Draw::Gapless { key: 1, rows: 1, at_commit: false }));
         }

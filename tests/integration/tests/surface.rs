@@ -126,6 +126,10 @@ fn every_function_follows_one_null_rule() {
         "seqgen_reveal",
         "seqgen_reveal_order_no",
         "seqgen_column_tag",
+        "seqgen_encode",
+        "seqgen_decode",
+        "seqgen_encode_uuid",
+        "seqgen_decode_uuid",
     ];
     let rows = s
         .query(
