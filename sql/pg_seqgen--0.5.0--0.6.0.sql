@@ -875,7 +875,8 @@ BEGIN
 END
 $fn$;
 
--- Sortable text for IDs (issue 34): Crockford base32 of a bigint or a uuid (a ULID), and back.
+-- Sortable text for IDs (issue 34): Crockford base32 of a bigint or a uuid (a ULID), and back;
+-- typed IDs (a prefix, `_`, the text; for uuids the TypeID format).
 -- Pure functions, executable by everyone like the other helpers.
 CREATE FUNCTION @extschema@."seqgen_encode"(
 	"value" bigint,
@@ -902,6 +903,34 @@ CREATE FUNCTION @extschema@."seqgen_decode_uuid"(
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_decode_uuid_wrapper';
+CREATE FUNCTION @extschema@."seqgen_encode_typed"(
+	"prefix" TEXT,
+	"value" bigint
+) RETURNS TEXT
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_encode_typed_wrapper';
+CREATE FUNCTION @extschema@."seqgen_decode_typed"(
+	"prefix" TEXT,
+	"id" TEXT
+) RETURNS bigint
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_decode_typed_wrapper';
+CREATE FUNCTION @extschema@."seqgen_encode_typeid"(
+	"prefix" TEXT,
+	"value" uuid
+) RETURNS TEXT
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_encode_typeid_wrapper';
+CREATE FUNCTION @extschema@."seqgen_decode_typeid"(
+	"prefix" TEXT,
+	"id" TEXT
+) RETURNS uuid
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_decode_typeid_wrapper';
 
 -- What each function is: its COMMENT (\df+ shows it), the one place the descriptions are kept.
 -- The update script from 0.5.0 carries the same block (a test compares them, and the upgrade
@@ -937,6 +966,10 @@ COMMENT ON FUNCTION @extschema@.seqgen_encode(pg_catalog.int8, pg_catalog.int4) 
 COMMENT ON FUNCTION @extschema@.seqgen_decode(pg_catalog.text) IS 'The bigint ID that a text of seqgen_encode stands for';
 COMMENT ON FUNCTION @extschema@.seqgen_encode_uuid(pg_catalog.uuid) IS 'A uuid as sortable text: its ULID (26 characters of Crockford base32)';
 COMMENT ON FUNCTION @extschema@.seqgen_decode_uuid(pg_catalog.text) IS 'The uuid that a ULID text stands for';
+COMMENT ON FUNCTION @extschema@.seqgen_encode_typed(pg_catalog.text, pg_catalog.int8) IS 'A bigint ID with its type: the prefix, _ and its 13-character text';
+COMMENT ON FUNCTION @extschema@.seqgen_decode_typed(pg_catalog.text, pg_catalog.text) IS 'The bigint ID of a typed ID of the given type';
+COMMENT ON FUNCTION @extschema@.seqgen_encode_typeid(pg_catalog.text, pg_catalog.uuid) IS 'A uuid as a TypeID: the prefix, _ and its ULID in lower case';
+COMMENT ON FUNCTION @extschema@.seqgen_decode_typeid(pg_catalog.text, pg_catalog.text) IS 'The uuid of a TypeID of the given type';
 COMMENT ON FUNCTION @extschema@.seqgen_create_gapless(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) IS 'Create a gapless tag: numbers assigned at commit, one after another, none lost';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catalog.text) IS 'Next gapless number of a tag (and key), held by the transaction until it ends';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) IS 'Next gapless order number of a tag (and key), held by the transaction until it ends';

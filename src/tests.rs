@@ -1825,6 +1825,44 @@ mod tests {
         assert_eq!(one("SELECT seqgen_decode('0000000000abz')"), 10623);
         assert_eq!(one("SELECT length(seqgen_encode(seqgen_snowflake53(), 11))"), 11);
         assert_eq!(one("SELECT length(seqgen_encode_uuid(seqgen_uuidv7()))"), 26);
+        // typed IDs: round trip, the type checked, the TypeID specification's example
+        assert_eq!(
+            one("SELECT count(*) FROM ids WHERE u IS NULL AND (seqgen_encode_typed('inv', v) <> 'inv_' || lower(t) \
+                   OR seqgen_decode_typed('inv', seqgen_encode_typed('inv', v)) <> v)"),
+            0
+        );
+        assert_eq!(
+            one("SELECT count(*) FROM ids WHERE u IS NOT NULL AND (seqgen_encode_typeid('user', u) <> 'user_' || lower(t) \
+                   OR seqgen_decode_typeid('user', seqgen_encode_typeid('user', u)) <> u)"),
+            0
+        );
+        assert_eq!(
+            Spi::get_one::<String>("SELECT seqgen_encode_typeid('prefix', '0110c853-1d09-52d8-d73e-1194e95b5f19')")
+                .unwrap()
+                .unwrap(),
+            "prefix_0123456789abcdefghjkmnpqrs"
+        );
+        assert_eq!(
+            Spi::get_one::<String>("SELECT seqgen_encode_typed('inv', 31)").unwrap().unwrap(),
+            "inv_000000000000z"
+        );
+        refused(
+            "SELECT seqgen_decode_typeid('post', seqgen_encode_typeid('user', seqgen_uuidv7()))",
+            ERRCODE_INVALID_PARAMETER_VALUE,
+        );
+        refused("SELECT seqgen_decode_typed('inv', '000000000000z')", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_encode_typed('Inv', 1)", ERRCODE_INVALID_PARAMETER_VALUE);
+        let (_, msg) = error_of("SELECT seqgen_decode_typed('inv', 'user_000000000000z')").unwrap();
+        assert_eq!(msg, "ID \"user_000000000000z\" is of type \"user\", not \"inv\"");
+        Spi::run(
+            "CREATE TABLE users (id text COLLATE \"C\" PRIMARY KEY DEFAULT seqgen_encode_typeid('user', seqgen_uuidv7()), name text); \
+             INSERT INTO users (name) SELECT 'x' FROM generate_series(1, 20)",
+        )
+        .unwrap();
+        assert_eq!(
+            one("SELECT count(DISTINCT seqgen_decode_typeid('user', id)) FROM users WHERE id LIKE 'user\\_%'"),
+            20
+        );
         // NULL in, NULL out
         assert_eq!(Spi::get_one::<String>("SELECT seqgen_encode(NULL)").unwrap(), None);
         assert_eq!(Spi::get_one::<i64>("SELECT seqgen_decode(NULL)").unwrap(), None);

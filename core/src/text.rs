@@ -35,6 +35,10 @@ pub enum TextIdError {
     Character { kind: &'static str, text: String, found: char, position: usize },
     #[error("{kind} text out of range: \"{text}\" is above {max}")]
     OutOfRange { kind: &'static str, text: String, max: &'static str },
+    #[error("invalid type prefix \"{0}\"")]
+    BadPrefix(String),
+    #[error("ID \"{id}\" is of type \"{found}\", not \"{expected}\"")]
+    OtherType { id: String, found: String, expected: String },
 }
 
 impl TextIdError {
@@ -44,6 +48,9 @@ impl TextIdError {
             TextIdError::Character { .. } => {
                 Some("IDs are written with 0-9 and A-Z except I, L, O and U, in either case.")
             }
+            TextIdError::BadPrefix(_) => Some(
+                "A type prefix is empty or 1 to 63 lower-case letters a-z and underscores, starting and ending with a letter.",
+            ),
             _ => None,
         }
     }
@@ -132,6 +139,76 @@ fn check_characters(kind: &'static str, text: &str) -> Result<(), TextIdError> {
     }
 }
 
+/// Is `prefix` a type prefix: empty, or 1 to 63 of `a`-`z` and `_`, starting and ending with a
+/// letter (the TypeID specification's rule, so that the prefix and the separator are found
+/// again: the base32 text has no `_`)?
+pub fn check_prefix(prefix: &str) -> Result<(), TextIdError> {
+    let b = prefix.as_bytes();
+    let ok = b.is_empty()
+        || (b.len() <= 63
+            && b.iter().all(|c| c.is_ascii_lowercase() || *c == b'_')
+            && b[0] != b'_'
+            && b[b.len() - 1] != b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(TextIdError::BadPrefix(prefix.to_string()))
+    }
+}
+
+/// `prefix`, the separator `_` (none after an empty prefix) and the lower-case text of the value.
+fn typed(prefix: &str, text: String) -> Result<String, TextIdError> {
+    check_prefix(prefix)?;
+    let text = text.to_ascii_lowercase();
+    Ok(if prefix.is_empty() { text } else { format!("{prefix}_{text}") })
+}
+
+/// The text after `prefix` and its separator, if `id` is of that type.
+fn untyped<'a>(prefix: &str, id: &'a str) -> Result<&'a str, TextIdError> {
+    check_prefix(prefix)?;
+    let (found, rest) = match id.rfind('_') {
+        Some(i) => (&id[..i], &id[i + 1..]),
+        None => ("", id),
+    };
+    if found != prefix {
+        return Err(TextIdError::OtherType {
+            id: id.to_string(),
+            found: found.to_string(),
+            expected: prefix.to_string(),
+        });
+    }
+    Ok(rest)
+}
+
+/// A bigint as a typed ID: `inv_000000000000z` (the prefix, `_`, 13 lower-case characters).
+pub fn encode_typed_i64(prefix: &str, value: i64) -> Result<String, TextIdError> {
+    typed(prefix, encode_i64(value, BIGINT_WIDTH as i64)?)
+}
+
+/// The bigint of a typed ID of type `prefix` (its 13 characters in either case).
+pub fn decode_typed_i64(prefix: &str, id: &str) -> Result<i64, TextIdError> {
+    let rest = untyped(prefix, id)?;
+    if rest.chars().count() != BIGINT_WIDTH {
+        return Err(TextIdError::Length {
+            kind: "typed ID",
+            text: id.to_string(),
+            len: rest.chars().count(),
+            expected: format!("{BIGINT_WIDTH} after the prefix"),
+        });
+    }
+    decode_i64(rest)
+}
+
+/// A uuid as a TypeID: the prefix, `_` and the 26 lower-case characters of its ULID.
+pub fn encode_typeid(prefix: &str, value: u128) -> Result<String, TextIdError> {
+    typed(prefix, encode_u128(value))
+}
+
+/// The uuid of a TypeID of type `prefix` (its 26 characters in either case).
+pub fn decode_typeid(prefix: &str, id: &str) -> Result<u128, TextIdError> {
+    decode_u128(untyped(prefix, id)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,7 +264,50 @@ mod tests {
         assert_eq!(encode_u128(0), "00000000000000000000000000");
     }
 
+    #[test]
+    fn typed_ids() {
+        assert_eq!(encode_typed_i64("inv", 31).unwrap(), "inv_000000000000z");
+        assert_eq!(decode_typed_i64("inv", "inv_000000000000Z").unwrap(), 31);
+        assert_eq!(encode_typed_i64("", 31).unwrap(), "000000000000z");
+        assert_eq!(decode_typed_i64("", "000000000000z").unwrap(), 31);
+        // the TypeID specification's example: prefix "prefix", uuid 0110c853-1d09-52d8-d73e-1194e95b5f19
+        let u = 0x0110c853_1d09_52d8_d73e_1194e95b5f19u128;
+        assert_eq!(encode_typeid("prefix", u).unwrap(), "prefix_0123456789abcdefghjkmnpqrs");
+        assert_eq!(decode_typeid("prefix", "prefix_0123456789abcdefghjkmnpqrs").unwrap(), u);
+        assert_eq!(encode_typeid("pre_fix", 0).unwrap(), "pre_fix_00000000000000000000000000");
+        assert_eq!(decode_typeid("pre_fix", "pre_fix_00000000000000000000000000").unwrap(), 0);
+        for bad in ["Inv", "_inv", "inv_", "in-v", "i9", "é", &"a".repeat(64)] {
+            assert_eq!(encode_typeid(bad, 1), Err(TextIdError::BadPrefix(bad.to_string())), "{bad}");
+            assert_eq!(decode_typed_i64(bad, "x_0"), Err(TextIdError::BadPrefix(bad.to_string())), "{bad}");
+        }
+        assert!(matches!(decode_typeid("user", "post_00000000000000000000000000"), Err(TextIdError::OtherType { .. })));
+        assert!(matches!(decode_typeid("user", "00000000000000000000000000"), Err(TextIdError::OtherType { .. })));
+        assert!(matches!(decode_typeid("", "user_00000000000000000000000000"), Err(TextIdError::OtherType { .. })));
+        assert!(matches!(decode_typeid("user", "user_0000000000000000000000000"), Err(TextIdError::Length { .. })));
+        assert!(matches!(
+            decode_typeid("user", "user_80000000000000000000000000"),
+            Err(TextIdError::OutOfRange { .. })
+        ));
+        assert!(matches!(decode_typed_i64("inv", "inv_00000000000000"), Err(TextIdError::Length { .. })));
+        assert!(matches!(decode_typed_i64("inv", "inv__000000000000z"), Err(TextIdError::OtherType { .. })));
+    }
+
     proptest! {
+        #[test]
+        fn typed_ids_round_trip_and_never_pass_for_another_type(
+            p in "([a-z]([a-z_]{0,8}[a-z])?)?", q in "([a-z]([a-z_]{0,8}[a-z])?)?", v in 0..=i64::MAX, u in any::<u128>()
+        ) {
+            let t = encode_typed_i64(&p, v).unwrap();
+            prop_assert_eq!(decode_typed_i64(&p, &t).unwrap(), v);
+            let id = encode_typeid(&p, u).unwrap();
+            prop_assert_eq!(decode_typeid(&p, &id).unwrap(), u);
+            prop_assert_eq!(id.len(), p.len() + usize::from(!p.is_empty()) + UUID_WIDTH);
+            if p != q {
+                prop_assert!(decode_typed_i64(&q, &t).is_err(), "{} decoded as type {:?}", t, q);
+                prop_assert!(decode_typeid(&q, &id).is_err(), "{} decoded as type {:?}", id, q);
+            }
+        }
+
         #[test]
         fn bigint_round_trip(v in 0..=i64::MAX, lower in any::<bool>()) {
             let t = encode_i64(v, 13).unwrap();

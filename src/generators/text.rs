@@ -34,3 +34,31 @@ fn seqgen_decode_uuid(id: &str) -> pgrx::Uuid {
     let v = text::decode_u128(id).map_err(SeqgenError::from).or_raise();
     pgrx::Uuid::from_bytes(v.to_be_bytes())
 }
+
+/// A bigint ID with its type: `prefix`, `_` and the 13 lower-case characters of its text
+/// (`seqgen_encode_typed('inv', 31)` is `inv_000000000000z`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn seqgen_encode_typed(prefix: &str, value: i64) -> String {
+    text::encode_typed_i64(prefix, value).map_err(SeqgenError::from).or_raise()
+}
+
+/// The bigint of a typed ID, which must be of type `prefix` (22023 otherwise).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn seqgen_decode_typed(prefix: &str, id: &str) -> i64 {
+    text::decode_typed_i64(prefix, id).map_err(SeqgenError::from).or_raise()
+}
+
+/// A uuid as a TypeID: `prefix`, `_` and the 26 lower-case characters of its ULID
+/// (`user_01h455vb4pex5vsknk084sn02q`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn seqgen_encode_typeid(prefix: &str, value: pgrx::Uuid) -> String {
+    let v = u128::from_be_bytes(*value.as_bytes());
+    text::encode_typeid(prefix, v).map_err(SeqgenError::from).or_raise()
+}
+
+/// The uuid of a TypeID, which must be of type `prefix` (22023 otherwise).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn seqgen_decode_typeid(prefix: &str, id: &str) -> pgrx::Uuid {
+    let v = text::decode_typeid(prefix, id).map_err(SeqgenError::from).or_raise();
+    pgrx::Uuid::from_bytes(v.to_be_bytes())
+}

@@ -119,12 +119,11 @@ enum Draw {
     OrderNo(usize, u32),
     /// `seqgen_order_no(tag, key)` on keys `k0` to `k2` in turn, this many rows.
     OrderKeyed(usize, u32),
-    /// A clock-ordered generator's IDs, this many rows; as their sortable text
-    /// (`seqgen_encode`, `seqgen_encode_uuid`) when the flag is set, decoded here into the
-    /// same ledger as the numbers, so a text and a number of one ID count as a repeat.
-    Snowflake(u32, bool),
-    Uuid(u32, bool),
-    Snowflake53(u32, bool),
+    /// A clock-ordered generator's IDs, this many rows, in a [`Form`]: as text, decoded here
+    /// into the same ledger as the numbers, so a text and a number of one ID count as a repeat.
+    Snowflake(u32, Form),
+    Uuid(u32, Form),
+    Snowflake53(u32, Form),
     /// Gapless numbers of tag `gl`: rows of one key (`k0` to `k2`), numbered in the
     /// transaction (`seqgen_gapless_next`) or at its commit (the table's trigger).
     Gapless {
@@ -134,30 +133,75 @@ enum Draw {
     },
 }
 
-/// A drawn bigint: as PostgreSQL prints it, or as its sortable text of `width` characters
-/// (decoded with the core's codec, which must give it back in upper case).
-fn bigint_of(v: &str, text: bool, width: usize) -> Result<i64, String> {
-    if !text {
-        return v.parse().map_err(|_| format!("not a bigint: {v}"));
-    }
-    let id = seqgen_core::text::decode_i64(v).map_err(|e| format!("not an ID's text: {e}"))?;
-    if v.len() != width || seqgen_core::text::encode_i64(id, width as i64).ok().as_deref() != Some(v) {
-        return Err(format!("{v} is not the {width}-character text of {id}"));
-    }
-    Ok(id)
+/// How a draw's IDs come back: as the values, as their sortable text (`seqgen_encode`,
+/// `seqgen_encode_uuid`), or typed (`seqgen_encode_typed`, `seqgen_encode_typeid`, type `fz`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Form {
+    Value,
+    Text,
+    Typed,
 }
 
-/// A drawn uuid as PostgreSQL prints it, from itself or from its ULID text.
-fn uuid_of(v: &str, text: bool) -> Result<String, String> {
-    if !text {
-        return Ok(v.to_string());
+impl Form {
+    fn draw(rng: &mut StdRng) -> Form {
+        [Form::Value, Form::Value, Form::Value, Form::Text, Form::Typed][rng.random_range(0..5)]
     }
-    let n = seqgen_core::text::decode_u128(v).map_err(|e| format!("not a ULID: {e}"))?;
-    if seqgen_core::text::encode_u128(n) != v {
-        return Err(format!("{v} is not the canonical ULID of its value"));
+
+    /// The SQL of a bigint `call` in this form, `width` characters as text.
+    fn bigint(self, call: &str, width: usize) -> String {
+        match self {
+            Form::Value => call.to_string(),
+            Form::Text => format!("seqgen_encode({call}, {width})"),
+            Form::Typed => format!("seqgen_encode_typed('fz', {call})"),
+        }
     }
-    let h = format!("{n:032x}");
-    Ok(format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]))
+
+    fn uuid(self, call: &str) -> String {
+        match self {
+            Form::Value => call.to_string(),
+            Form::Text => format!("seqgen_encode_uuid({call})"),
+            Form::Typed => format!("seqgen_encode_typeid('fz', {call})"),
+        }
+    }
+
+    /// A drawn bigint, read back with the core's codec; its text must be the canonical one.
+    fn bigint_of(self, v: &str, width: usize) -> Result<i64, String> {
+        use seqgen_core::text;
+        let id = match self {
+            Form::Value => return v.parse().map_err(|_| format!("not a bigint: {v}")),
+            Form::Text => text::decode_i64(v),
+            Form::Typed => text::decode_typed_i64("fz", v),
+        }
+        .map_err(|e| format!("not an ID's text: {e}"))?;
+        let canonical = match self {
+            Form::Text => text::encode_i64(id, width as i64),
+            _ => text::encode_typed_i64("fz", id),
+        };
+        if canonical.as_deref() != Ok(v) {
+            return Err(format!("{v} is not the text of {id} ({canonical:?})"));
+        }
+        Ok(id)
+    }
+
+    /// A drawn uuid as PostgreSQL prints it, from itself or from its text.
+    fn uuid_of(self, v: &str) -> Result<String, String> {
+        use seqgen_core::text;
+        let n = match self {
+            Form::Value => return Ok(v.to_string()),
+            Form::Text => text::decode_u128(v),
+            Form::Typed => text::decode_typeid("fz", v),
+        }
+        .map_err(|e| format!("not a uuid's text: {e}"))?;
+        let canonical = match self {
+            Form::Text => Ok(text::encode_u128(n)),
+            _ => text::encode_typeid("fz", n),
+        };
+        if canonical.as_deref() != Ok(v) {
+            return Err(format!("{v} is not the text of its uuid ({canonical:?})"));
+        }
+        let h = format!("{n:032x}");
+        Ok(format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]))
+    }
 }
 
 /// A tag incarnation of a database: (database, tag, incarnation).
@@ -292,9 +336,9 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     12..=13 => {
                         Draw::OrderKeyed(if rng.random_bool(0.6) { 2 } else { ot }, [1, 3, 40][rng.random_range(0..3)])
                     }
-                    14..=15 => Draw::Snowflake([1, 50][rng.random_range(0..2)], rng.random_bool(0.3)),
-                    16..=17 => Draw::Uuid([1, 50][rng.random_range(0..2)], rng.random_bool(0.3)),
-                    18..=19 => Draw::Snowflake53([1, 50][rng.random_range(0..2)], rng.random_bool(0.3)),
+                    14..=15 => Draw::Snowflake([1, 50][rng.random_range(0..2)], Form::draw(&mut rng)),
+                    16..=17 => Draw::Uuid([1, 50][rng.random_range(0..2)], Form::draw(&mut rng)),
+                    18..=19 => Draw::Snowflake53([1, 50][rng.random_range(0..2)], Form::draw(&mut rng)),
                     _ => Draw::Gapless {
                         key: rng.random_range(0..3),
                         rows: [1, 3][rng.random_range(0..2)],
@@ -748,13 +792,10 @@ impl Run {
             Draw::OrderKeyed(t, n) => {
                 format!("SELECT seqgen_order_no('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g", TAGS[*t])
             }
-            Draw::Snowflake(k, false) => format!("SELECT seqgen_snowflake() FROM generate_series(1, {k})"),
-            Draw::Snowflake(k, true) => format!("SELECT seqgen_encode(seqgen_snowflake()) FROM generate_series(1, {k})"),
-            Draw::Uuid(k, false) => format!("SELECT seqgen_uuidv7() FROM generate_series(1, {k})"),
-            Draw::Uuid(k, true) => format!("SELECT seqgen_encode_uuid(seqgen_uuidv7()) FROM generate_series(1, {k})"),
-            Draw::Snowflake53(k, false) => format!("SELECT seqgen_snowflake53() FROM generate_series(1, {k})"),
-            Draw::Snowflake53(k, true) => {
-                format!("SELECT seqgen_encode(seqgen_snowflake53(), 11) FROM generate_series(1, {k})")
+            Draw::Snowflake(k, f) => format!("SELECT {} FROM generate_series(1, {k})", f.bigint("seqgen_snowflake()", 13)),
+            Draw::Uuid(k, f) => format!("SELECT {} FROM generate_series(1, {k})", f.uuid("seqgen_uuidv7()")),
+            Draw::Snowflake53(k, f) => {
+                format!("SELECT {} FROM generate_series(1, {k})", f.bigint("seqgen_snowflake53()", 11))
             }
             Draw::Gapless { key, rows, at_commit: true } => {
                 format!("INSERT INTO gl_t (k) SELECT 'k{key}' FROM generate_series(1, {rows}) RETURNING k")
@@ -821,11 +862,11 @@ impl Run {
                     let key = self.tag_key(db, *t);
                     self.texts.entry(key).or_default().insert(v.clone())
                 }
-                Draw::Snowflake(_, text) => self.flakes.insert(bigint_of(v, *text, 13)?),
-                Draw::Uuid(_, text) => self.uuids.insert(uuid_of(v, *text)?),
+                Draw::Snowflake(_, f) => self.flakes.insert(f.bigint_of(v, 13)?),
+                Draw::Uuid(_, f) => self.uuids.insert(f.uuid_of(v)?),
                 Draw::Gapless { .. } => true,
-                Draw::Snowflake53(_, text) => {
-                    let id = bigint_of(v, *text, 11)?;
+                Draw::Snowflake53(_, f) => {
+                    let id = f.bigint_of(v, 11)?;
                     if id >= 1 << 53 {
                         return Err(format!("53-bit snowflake {id} is not below 2^53"));
                     }
@@ -1179,9 +1220,9 @@ impl Run {
                     }
                 }
             }
-            checks.push((db, Draw::Snowflake(1, false)));
-            checks.push((db, Draw::Uuid(1, false)));
-            checks.push((db, Draw::Snowflake53(1, false)));
+            checks.push((db, Draw::Snowflake(1, Form::Value)));
+            checks.push((db, Draw::Uuid(1, Form::Value)));
+            checks.push((db, Draw::Snowflake53(1, Form::Value)));
             checks.push((db, Draw::Gapless { key: 0, rows: 1, at_commit: true }));
             checks.push((db, Draw::Gapless { key: 1, rows: 1, at_commit: false }));
         }

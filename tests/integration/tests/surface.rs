@@ -130,6 +130,10 @@ fn every_function_follows_one_null_rule() {
         "seqgen_decode",
         "seqgen_encode_uuid",
         "seqgen_decode_uuid",
+        "seqgen_encode_typed",
+        "seqgen_decode_typed",
+        "seqgen_encode_typeid",
+        "seqgen_decode_typeid",
     ];
     let rows = s
         .query(
