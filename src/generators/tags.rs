@@ -467,7 +467,7 @@ fn seqgen_status() -> TableIterator<
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
     // a catalog of another version (the library was updated, ALTER EXTENSION UPDATE not run
     // yet) may lack the columns read below: refused as draws are
-    let version = Spi::connect(|c| catalog::extension_version(c)).map_err(|e| SeqgenError::Internal(e.to_string()));
+    let version = Spi::connect(catalog::extension_version).map_err(|e| SeqgenError::Internal(e.to_string()));
     if let Some(v) = version.or_raise().filter(|v| v != catalog::LIB_VERSION) {
         SeqgenError::NeedsUpdate(v).raise();
     }
