@@ -1791,9 +1791,16 @@ mod tests {
             assert!(icu && collations.iter().any(|c| c.contains("und-x-icu")), "{collations:?}");
         }
         for coll in &collations {
-            for (kinds, num) in [("kind <> 'uuid'", "v"), ("kind = 'uuid'", "u")] {
+            // the text, and the typed ID (lower case)
+            let texts = [
+                ("kind <> 'uuid'", "v", "t"),
+                ("kind = 'uuid'", "u", "t"),
+                ("kind <> 'uuid'", "v", "seqgen_encode_typed('inv', v)"),
+                ("kind = 'uuid'", "u", "seqgen_encode_typeid('user', u)"),
+            ];
+            for (kinds, num, text) in texts {
                 let sql = format!(
-                    "SELECT count(*) FROM (SELECT {num} AS n, lag({num}) OVER (ORDER BY t COLLATE {coll}) AS before \
+                    "SELECT count(*) FROM (SELECT {num} AS n, lag({num}) OVER (ORDER BY {text} COLLATE {coll}) AS before \
                        FROM ids WHERE {kinds}) x WHERE before > n"
                 );
                 assert_eq!(one(&sql), 0, "text out of numeric order under {coll}");
@@ -1811,7 +1818,7 @@ mod tests {
         refused("SELECT seqgen_decode_uuid('01ARZ3NDEKTSV4RRFFQ69G5FA')", ERRCODE_INVALID_TEXT_REPRESENTATION);
         let (code, msg) = error_of("SELECT seqgen_decode('0I5')").unwrap();
         assert_eq!(code, ERRCODE_INVALID_TEXT_REPRESENTATION);
-        assert_eq!(msg, "invalid bigint ID text: \"0I5\" has 'I' at position 2");
+        assert_eq!(msg, "invalid bigint ID text: \"0I5\" has \"I\" at position 2");
         // the README's examples
         autonomous("SELECT seqgen_create('ticket')");
         Spi::run(
@@ -1853,7 +1860,10 @@ mod tests {
         refused("SELECT seqgen_decode_typed('inv', '000000000000z')", ERRCODE_INVALID_PARAMETER_VALUE);
         refused("SELECT seqgen_encode_typed('Inv', 1)", ERRCODE_INVALID_PARAMETER_VALUE);
         let (_, msg) = error_of("SELECT seqgen_decode_typed('inv', 'user_000000000000z')").unwrap();
-        assert_eq!(msg, "ID \"user_000000000000z\" is of type \"user\", not \"inv\"");
+        assert_eq!(msg, "ID \"user_000000000000z\" is not of type \"inv\" (its type is \"user\")");
+        // one text per typed ID: lower case only, no separator without a prefix
+        refused("SELECT seqgen_decode_typed('inv', 'inv_000000000000Z')", ERRCODE_INVALID_TEXT_REPRESENTATION);
+        refused("SELECT seqgen_decode_typed('', '_000000000000z')", ERRCODE_INVALID_TEXT_REPRESENTATION);
         Spi::run(
             "CREATE TABLE users (id text COLLATE \"C\" PRIMARY KEY DEFAULT seqgen_encode_typeid('user', seqgen_uuidv7()), name text); \
              INSERT INTO users (name) SELECT 'x' FROM generate_series(1, 20)",

@@ -21,6 +21,25 @@ pub const BIGINT_WIDTH: usize = 13;
 /// The characters of a `uuid`'s text (130 bits: a ULID).
 pub const UUID_WIDTH: usize = ulid::ULID_LEN;
 
+/// What the errors of typed IDs call them.
+const TYPED: &str = "typed ID";
+
+/// `text` as an error message shows it: at most 60 characters.
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+fn type_of(found: &str) -> String {
+    if found.is_empty() {
+        "it has no type prefix".into()
+    } else {
+        format!("its type is \"{found}\"")
+    }
+}
+
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum TextIdError {
     #[error("cannot encode a negative value as text: {0}")]
@@ -31,13 +50,13 @@ pub enum TextIdError {
     TooWide { value: i64, width: usize },
     #[error("invalid {kind} text: \"{text}\" has {len} characters, not {expected}")]
     Length { kind: &'static str, text: String, len: usize, expected: String },
-    #[error("invalid {kind} text: \"{text}\" has {found:?} at position {position}")]
+    #[error("invalid {kind} text: \"{text}\" has \"{found}\" at position {position}")]
     Character { kind: &'static str, text: String, found: char, position: usize },
     #[error("{kind} text out of range: \"{text}\" is above {max}")]
     OutOfRange { kind: &'static str, text: String, max: &'static str },
     #[error("invalid type prefix \"{0}\"")]
     BadPrefix(String),
-    #[error("ID \"{id}\" is of type \"{found}\", not \"{expected}\"")]
+    #[error("ID \"{id}\" is not of type \"{expected}\" ({})", type_of(found))]
     OtherType { id: String, found: String, expected: String },
 }
 
@@ -45,6 +64,9 @@ impl TextIdError {
     /// The remedy, for the HINT line.
     pub fn hint(&self) -> Option<&'static str> {
         match self {
+            TextIdError::Character { kind: TYPED, .. } => {
+                Some("Typed IDs are written in lower case: a type prefix, \"_\", and 0-9 and a-z except i, l, o and u.")
+            }
             TextIdError::Character { .. } => {
                 Some("IDs are written with 0-9 and A-Z except I, L, O and U, in either case.")
             }
@@ -73,8 +95,8 @@ pub fn encode_i64(value: i64, width: i64) -> Result<String, TextIdError> {
     if width < BIGINT_WIDTH && (value as u64) >> (5 * width) != 0 {
         return Err(TextIdError::TooWide { value, width });
     }
-    let all = encode_u128(value as u128);
-    Ok(all[UUID_WIDTH - width..].to_string())
+    let mut buf = [0u8; UUID_WIDTH];
+    Ok(ulid::Ulid(value as u128).array_to_str(&mut buf)[UUID_WIDTH - width..].to_string())
 }
 
 /// The value of a bigint's text (1 to 13 characters, either case).
@@ -84,7 +106,7 @@ pub fn decode_i64(text: &str) -> Result<i64, TextIdError> {
     if !(1..=BIGINT_WIDTH).contains(&len) {
         return Err(TextIdError::Length {
             kind: KIND,
-            text: text.to_string(),
+            text: shown(text),
             len,
             expected: format!("1 to {BIGINT_WIDTH}"),
         });
@@ -93,13 +115,13 @@ pub fn decode_i64(text: &str) -> Result<i64, TextIdError> {
     let padded = format!("{}{text}", "0".repeat(UUID_WIDTH - len));
     let value = ulid::Ulid::from_string(&padded).map(|u| u.0).map_err(|_| TextIdError::Character {
         kind: KIND,
-        text: text.to_string(),
+        text: shown(text),
         found: '?',
         position: 0,
     })?;
     i64::try_from(value).map_err(|_| TextIdError::OutOfRange {
         kind: KIND,
-        text: text.to_string(),
+        text: shown(text),
         max: "7ZZZZZZZZZZZZ (9223372036854775807)",
     })
 }
@@ -115,16 +137,16 @@ pub fn decode_u128(text: &str) -> Result<u128, TextIdError> {
     const KIND: &str = "ULID";
     let len = text.chars().count();
     if len != UUID_WIDTH {
-        return Err(TextIdError::Length { kind: KIND, text: text.to_string(), len, expected: UUID_WIDTH.to_string() });
+        return Err(TextIdError::Length { kind: KIND, text: shown(text), len, expected: UUID_WIDTH.to_string() });
     }
     check_characters(KIND, text)?;
     if text.as_bytes()[0] > b'7' {
         // 130 bits: the first character holds the two bits above a uuid's 128
-        return Err(TextIdError::OutOfRange { kind: KIND, text: text.to_string(), max: "7ZZZZZZZZZZZZZZZZZZZZZZZZZ" });
+        return Err(TextIdError::OutOfRange { kind: KIND, text: shown(text), max: "7ZZZZZZZZZZZZZZZZZZZZZZZZZ" });
     }
     ulid::Ulid::from_string(text).map(|u| u.0).map_err(|_| TextIdError::Character {
         kind: KIND,
-        text: text.to_string(),
+        text: shown(text),
         found: '?',
         position: 0,
     })
@@ -134,7 +156,7 @@ pub fn decode_u128(text: &str) -> Result<u128, TextIdError> {
 fn check_characters(kind: &'static str, text: &str) -> Result<(), TextIdError> {
     const ALPHABET: &str = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
     match text.chars().enumerate().find(|(_, c)| !ALPHABET.contains(c.to_ascii_uppercase())) {
-        Some((i, found)) => Err(TextIdError::Character { kind, text: text.to_string(), found, position: i + 1 }),
+        Some((i, found)) => Err(TextIdError::Character { kind, text: shown(text), found, position: i + 1 }),
         None => Ok(()),
     }
 }
@@ -157,32 +179,46 @@ pub fn check_prefix(prefix: &str) -> Result<(), TextIdError> {
 }
 
 /// `prefix`, the separator `_` (none after an empty prefix) and the lower-case text of the value.
-fn typed(prefix: &str, text: String) -> Result<String, TextIdError> {
+fn typed(prefix: &str, text: &str) -> Result<String, TextIdError> {
     check_prefix(prefix)?;
-    let text = text.to_ascii_lowercase();
-    Ok(if prefix.is_empty() { text } else { format!("{prefix}_{text}") })
+    // one allocation: a row's DEFAULT calls this
+    let mut out = String::with_capacity(prefix.len() + 1 + text.len());
+    if !prefix.is_empty() {
+        out.push_str(prefix);
+        out.push('_');
+    }
+    out.extend(text.chars().map(|c| c.to_ascii_lowercase()));
+    Ok(out)
 }
 
 /// The text after `prefix` and its separator, if `id` is of that type.
 fn untyped<'a>(prefix: &str, id: &'a str) -> Result<&'a str, TextIdError> {
     check_prefix(prefix)?;
     let (found, rest) = match id.rfind('_') {
+        // a separator with no prefix before it (the TypeID specification refuses it too):
+        // "_x" would be a second text of the value of "x"
+        Some(0) => return Err(TextIdError::Character { kind: TYPED, text: shown(id), found: '_', position: 1 }),
         Some(i) => (&id[..i], &id[i + 1..]),
         None => ("", id),
     };
     if found != prefix {
-        return Err(TextIdError::OtherType {
-            id: id.to_string(),
-            found: found.to_string(),
-            expected: prefix.to_string(),
-        });
+        return Err(TextIdError::OtherType { id: shown(id), found: shown(found), expected: prefix.to_string() });
+    }
+    // lower case only, as written (and as TypeID requires): one text per ID of a type
+    if let Some((i, c)) = rest.chars().enumerate().find(|(_, c)| c.is_ascii_uppercase()) {
+        let position = id.chars().count() - rest.chars().count() + i + 1;
+        return Err(TextIdError::Character { kind: TYPED, text: shown(id), found: c, position });
     }
     Ok(rest)
 }
 
 /// A bigint as a typed ID: `inv_000000000000z` (the prefix, `_`, 13 lower-case characters).
 pub fn encode_typed_i64(prefix: &str, value: i64) -> Result<String, TextIdError> {
-    typed(prefix, encode_i64(value, BIGINT_WIDTH as i64)?)
+    if value < 0 {
+        return Err(TextIdError::Negative(value));
+    }
+    let mut buf = [0u8; UUID_WIDTH];
+    typed(prefix, &ulid::Ulid(value as u128).array_to_str(&mut buf)[UUID_WIDTH - BIGINT_WIDTH..])
 }
 
 /// The bigint of a typed ID of type `prefix` (its 13 characters in either case).
@@ -201,7 +237,8 @@ pub fn decode_typed_i64(prefix: &str, id: &str) -> Result<i64, TextIdError> {
 
 /// A uuid as a TypeID: the prefix, `_` and the 26 lower-case characters of its ULID.
 pub fn encode_typeid(prefix: &str, value: u128) -> Result<String, TextIdError> {
-    typed(prefix, encode_u128(value))
+    let mut buf = [0u8; UUID_WIDTH];
+    typed(prefix, ulid::Ulid(value).array_to_str(&mut buf))
 }
 
 /// The uuid of a TypeID of type `prefix` (its 26 characters in either case).
@@ -267,7 +304,7 @@ mod tests {
     #[test]
     fn typed_ids() {
         assert_eq!(encode_typed_i64("inv", 31).unwrap(), "inv_000000000000z");
-        assert_eq!(decode_typed_i64("inv", "inv_000000000000Z").unwrap(), 31);
+        assert_eq!(decode_typed_i64("inv", "inv_000000000000z").unwrap(), 31);
         assert_eq!(encode_typed_i64("", 31).unwrap(), "000000000000z");
         assert_eq!(decode_typed_i64("", "000000000000z").unwrap(), 31);
         // the TypeID specification's example: prefix "prefix", uuid 0110c853-1d09-52d8-d73e-1194e95b5f19
@@ -290,6 +327,26 @@ mod tests {
         ));
         assert!(matches!(decode_typed_i64("inv", "inv_00000000000000"), Err(TextIdError::Length { .. })));
         assert!(matches!(decode_typed_i64("inv", "inv__000000000000z"), Err(TextIdError::OtherType { .. })));
+        // one text per ID of a type: no separator without a prefix, no upper case
+        assert_eq!(
+            decode_typed_i64("", "_000000000000z"),
+            Err(TextIdError::Character { kind: TYPED, text: "_000000000000z".into(), found: '_', position: 1 })
+        );
+        assert!(matches!(decode_typeid("", "_00000000000000000000000000"), Err(TextIdError::Character { .. })));
+        assert_eq!(
+            decode_typed_i64("inv", "inv_000000000000Z"),
+            Err(TextIdError::Character { kind: TYPED, text: "inv_000000000000Z".into(), found: 'Z', position: 17 })
+        );
+        assert!(matches!(
+            decode_typeid("prefix", "prefix_0123456789ABCDEFGHJKMNPQRS"),
+            Err(TextIdError::Character { found: 'A', position: 18, .. })
+        ));
+        assert_eq!(
+            TextIdError::OtherType { id: "000".into(), found: "".into(), expected: "inv".into() }.to_string(),
+            "ID \"000\" is not of type \"inv\" (it has no type prefix)"
+        );
+        let long = "x".repeat(100);
+        assert!(decode_i64(&long).unwrap_err().to_string().contains(&format!("\"{}...\"", "x".repeat(60))));
     }
 
     proptest! {
