@@ -83,6 +83,23 @@ print(f"`seqgen_uuidv7()`: {uuid_ns / floor:.2f}x the per-row floor (target at m
       + (f", {per_row('count(uuidv7())') / uuid_ns:.2f}x the speed of PostgreSQL 18's `uuidv7()`"
          if has_row("count(uuidv7())") else "") + ".")
 print()
+print("**IDs as text**, the same way (the generator's own cost included):")
+print()
+print("| f | ns per row | ratio to `abs(g)` | ratio to the ID itself |")
+print("| --- | ---: | ---: | ---: |")
+for label, frag, base in [("`seqgen_next('b')::text` (decimal)", "seqgen_next('b')::text", "count(seqgen_next('b'))"),
+                          ("`encode(int8send(seqgen_next('b')), 'hex')`", "int8send", "count(seqgen_next('b'))"),
+                          ("`seqgen_encode(seqgen_next('b'))` (13 base32)", "count(seqgen_encode(seqgen_next", "count(seqgen_next('b'))"),
+                          ("`seqgen_encode_typed('inv', seqgen_next('b'))`", "seqgen_encode_typed", "count(seqgen_next('b'))"),
+                          ("`seqgen_uuidv7()::text` (36 hex and dashes)", "seqgen_uuidv7()::text", "count(seqgen_uuidv7())"),
+                          ("`encode(uuid_send(seqgen_uuidv7()), 'base64')`", "uuid_send", "count(seqgen_uuidv7())"),
+                          ("`seqgen_encode_uuid(seqgen_uuidv7())` (a ULID)", "seqgen_encode_uuid", "count(seqgen_uuidv7())"),
+                          ("`seqgen_encode_typeid('user', seqgen_uuidv7())`", "seqgen_encode_typeid", "count(seqgen_uuidv7())")]:
+    if not has_row(frag):
+        continue
+    ns = per_row(frag)
+    print(f"| {label} | {ns:.0f} | {ns / floor:.2f}x | {ns / per_row(base):.2f}x |")
+print()
 opaque_ratio = per_row("seqgen_next('q')") / per_row("seqgen_next('b')")
 print(f"Opaque tag against a plain tag, per row: {opaque_ratio:.2f}x.")
 print()
