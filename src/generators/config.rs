@@ -83,6 +83,7 @@ fn current() -> Result<BTreeMap<String, Current>> {
 /// reserve; applied elsewhere it is a floor, never a step back).
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_config() -> JsonB {
+    crate::plumbing::catalog::require_current().or_raise();
     let tags = current().or_raise().into_iter().map(|(name, c)| (name, c.config)).collect();
     let doc = Config { version: config::VERSION, tags };
     JsonB(serde_json::to_value(doc).unwrap_or_else(|e| SeqgenError::Internal(e.to_string()).raise()))
@@ -96,6 +97,7 @@ fn seqgen_apply(
     drop_missing: default!(Option<bool>, false),
 ) -> TableIterator<'static, (name!(biz_tag, String), name!(action, String))> {
     let (doc, drop_missing) = (required(doc, "doc"), required(drop_missing, "drop_missing"));
+    crate::plumbing::catalog::require_current().or_raise();
     TableIterator::new(apply(&doc.0, drop_missing).or_raise())
 }
 

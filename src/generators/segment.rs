@@ -474,6 +474,7 @@ fn seqgen_key_status(
 > {
     let biz_tag = crate::plumbing::error::required(biz_tag, "biz_tag");
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
+    crate::plumbing::catalog::require_current().or_raise();
     // a tag that does not exist is 42704 (not zero rows), and one the caller may not draw from
     // shows none of its keys (42501): keys name tenants
     if !crate::plumbing::acl::may_draw(biz_tag).or_raise() {

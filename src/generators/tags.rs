@@ -465,12 +465,7 @@ fn seqgen_status() -> TableIterator<
     ),
 > {
     let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
-    // a catalog of another version (the library was updated, ALTER EXTENSION UPDATE not run
-    // yet) may lack the columns read below: refused as draws are
-    let version = Spi::connect(catalog::extension_version).map_err(|e| SeqgenError::Internal(e.to_string()));
-    if let Some(v) = version.or_raise().filter(|v| v != catalog::LIB_VERSION) {
-        SeqgenError::NeedsUpdate(v).raise();
-    }
+    catalog::require_current().or_raise();
     // read as the bootstrap superuser (the catalog's schema is private); each row is shown
     // only to a role that may see it (its owner, a role that may draw from it, pg_monitor),
     // decided on the latest committed grants, as drawing is (a REPEATABLE READ snapshot taken

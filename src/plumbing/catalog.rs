@@ -607,6 +607,20 @@ pub fn catalog_state(client: &SpiClient<'_>) -> spi::Result<CatalogState> {
     })
 }
 
+/// Refuse (55000, with the hint to update) a call that reads or writes the catalog itself when
+/// the catalog is at another version than the library (installed, the server restarted,
+/// `ALTER EXTENSION pg_seqgen UPDATE` not run yet): its tables may lack what the library
+/// reads, as draws are refused by the allocator. For SQL calls only: no extension script calls
+/// them, and during one the installed version is still the old one.
+pub fn require_current() -> crate::plumbing::error::Result<()> {
+    let version =
+        Spi::connect(extension_version).map_err(|e| crate::plumbing::error::SeqgenError::Internal(e.to_string()))?;
+    match version {
+        Some(v) if v != LIB_VERSION => Err(crate::plumbing::error::SeqgenError::NeedsUpdate(v)),
+        _ => Ok(()),
+    }
+}
+
 /// The installed version of pg_seqgen in this database, if it is installed.
 pub fn extension_version(client: &SpiClient<'_>) -> spi::Result<Option<String>> {
     let t = client.select(

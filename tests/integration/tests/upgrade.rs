@@ -213,10 +213,20 @@ fn upgrade(old: &str, from: &str, port: u16) {
     let err = c.connect().query_one("SELECT seqgen_next('seg')", &[]).unwrap_err();
     println!("before ALTER EXTENSION UPDATE: {} ({:?})", err, sqlstate(&err));
     assert_eq!(sqlstate(&err).as_deref(), Some("55000"));
-    // the status too, which reads the catalog itself (it failed with 42703 on a 0.1.0 to
-    // 0.3.0 catalog, which has no owners, and answered from a 0.4.0 or 0.5.0 one)
-    let err = c.connect().query("SELECT * FROM seqgen_status()", &[]).unwrap_err();
-    assert_eq!(sqlstate(&err).as_deref(), Some("55000"), "seqgen_status() before the update: {err:?}");
+    // the calls that read the catalog themselves too (seqgen_status failed with 42703 on a
+    // 0.1.0 to 0.3.0 catalog, which has no owners, and answered from a 0.4.0 or 0.5.0 one)
+    for (call, f) in [
+        ("SELECT * FROM seqgen_status()", "seqgen_status"),
+        ("SELECT seqgen_config()", "seqgen_config"),
+        ("SELECT * FROM seqgen_apply('{}')", "seqgen_apply"),
+    ] {
+        // (configuration documents came in 0.4.0)
+        if c.one_i64(&format!("SELECT count(*) FROM pg_proc WHERE proname = '{f}'")) == 0 {
+            continue;
+        }
+        let err = c.connect().query(call, &[]).unwrap_err();
+        assert_eq!(sqlstate(&err).as_deref(), Some("55000"), "{call} before the update: {err:?}");
+    }
     c.sql("ALTER EXTENSION pg_seqgen UPDATE");
     let version: String =
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
