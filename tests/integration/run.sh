@@ -69,6 +69,29 @@ run_job() {
 declare -A PID_JOB=()
 failed=()
 t0=$SECONDS
+# Ctrl-C (SIGINT) or SIGTERM stops the running test files and their servers too. A script's
+# background jobs ignore SIGINT (and run in process groups of their own, below), so without
+# this the test binaries ran on after Ctrl-C; and a killed binary leaves its clusters running
+# (the next run's Cluster::init stops them anyway).
+stop_jobs() {
+    local pid d
+    for pid in "${!PID_JOB[@]}"; do
+        kill -TERM -- "-$pid" 2>/dev/null || true
+    done
+    # twice: a server a killed binary was starting may write its postmaster.pid a moment later
+    local round
+    for round in 1 2; do
+        sleep 1
+        for d in /tmp/pg_seqgen_it/*/data /tmp/pg_seqgen_it/*/*/data; do
+            # SIGQUIT: the postmaster's immediate shutdown
+            if [ -f "$d/postmaster.pid" ]; then kill -QUIT "$(head -1 "$d/postmaster.pid")" 2>/dev/null || true; fi
+        done
+    done
+    rm -rf "$outdir"
+    echo "integration suite interrupted: its test files and their servers were stopped" >&2
+}
+trap 'stop_jobs; exit 130' INT
+trap 'stop_jobs; exit 143' TERM
 finish_one() {
     local pid rc=0
     wait -n -p pid "${!PID_JOB[@]}" || rc=$?
@@ -82,7 +105,11 @@ finish_one() {
 for job in "${jobs_list[@]}"; do
     while [ "${#PID_JOB[@]}" -ge "$JOBS" ]; do finish_one; done
     key=${job// /_}
+    # each job in a process group of its own (job control on while it starts), so that an
+    # interruption stops all it runs: the test binary, and its sudo, pg_ctl and initdb
+    set -m
     run_job "$job" "$@" >"$outdir/$key.log" 2>&1 &
+    set +m
     PID_JOB[$!]=$job
 done
 while [ "${#PID_JOB[@]}" -gt 0 ]; do finish_one; done

@@ -287,19 +287,30 @@ impl Cluster {
     /// after a machine crash (they exit by themselves once they notice the postmaster is gone).
     pub fn kill9(&self) {
         let pid = self.postmaster_pid();
+        // its children, named before the kill: once it is gone they belong to init, and
+        // their titles do not name the cluster
+        let listed = Command::new("pgrep").arg("-P").arg(pid.to_string()).output().unwrap();
+        let mut children: Vec<String> =
+            String::from_utf8_lossy(&listed.stdout).split_whitespace().map(String::from).collect();
         check(Command::new("kill").arg("-9").arg(pid.to_string()).output().unwrap(), "kill -9");
-        // wait for every backend of this cluster to go
+        // Children of a SIGKILLed postmaster exit on their own, when they notice; until the
+        // last one has, its shared memory is in use and a restart would be refused
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
-            let out = Command::new("pgrep").arg("-f").arg(format!("postgres: .*{}", self.port)).output().unwrap();
-            let children = Command::new("pgrep").arg("-P").arg(pid.to_string()).output().unwrap();
-            if !out.status.success() && !children.status.success() && !Path::new(&format!("/proc/{pid}")).exists() {
+            // a child gone, or a zombie (exited, so detached from shared memory; init reaps it
+            // later); the postmaster itself reaped, as a new one refuses to start while the
+            // PID in postmaster.pid answers, which a zombie does
+            let alive = |p: &str| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .map(|st| st.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+                    .unwrap_or(false)
+            };
+            children.retain(|c| alive(c));
+            if children.is_empty() && !Path::new(&format!("/proc/{pid}")).exists() {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
-        // Children of a SIGKILLed postmaster exit on their own; make sure shared memory is free
-        std::thread::sleep(Duration::from_millis(200));
     }
 
     pub fn postmaster_pid(&self) -> i32 {
