@@ -610,8 +610,8 @@ pub fn catalog_state(client: &SpiClient<'_>) -> spi::Result<CatalogState> {
 /// Refuse (55000, with the hint to update) a call that reads or writes the catalog itself when
 /// the catalog is at another version than the library (installed, the server restarted,
 /// `ALTER EXTENSION pg_seqgen UPDATE` not run yet): its tables may lack what the library
-/// reads, as draws are refused by the allocator. For SQL calls only: no extension script calls
-/// them, and during one the installed version is still the old one.
+/// reads, as draws are refused by the allocator. For SQL calls only, which no extension script
+/// makes (during an update step, `extversion` is already that step's target version).
 pub fn require_current() -> crate::plumbing::error::Result<()> {
     let version =
         Spi::connect(extension_version).map_err(|e| crate::plumbing::error::SeqgenError::Internal(e.to_string()))?;

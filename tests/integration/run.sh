@@ -74,8 +74,10 @@ t0=$SECONDS
 # this the test binaries ran on after Ctrl-C; and a killed binary leaves its clusters running
 # (the next run's Cluster::init stops them anyway).
 stop_jobs() {
-    local pid d
-    for pid in "${!PID_JOB[@]}"; do
+    local pid d p
+    # (tee may be gone with the terminal's Ctrl-C: a message must not end this)
+    trap '' PIPE
+    for pid in "${!PID_JOB[@]}" $(jobs -p); do
         kill -TERM -- "-$pid" 2>/dev/null || true
     done
     # twice: a server a killed binary was starting may write its postmaster.pid a moment later
@@ -83,15 +85,22 @@ stop_jobs() {
     for round in 1 2; do
         sleep 1
         for d in /tmp/pg_seqgen_it/*/data /tmp/pg_seqgen_it/*/*/data; do
-            # SIGQUIT: the postmaster's immediate shutdown
-            if [ -f "$d/postmaster.pid" ]; then kill -QUIT "$(head -1 "$d/postmaster.pid")" 2>/dev/null || true; fi
+            # SIGQUIT: the postmaster's immediate shutdown; only to a process whose working
+            # directory is that data directory (a postmaster's is), not to whatever PID a
+            # stale postmaster.pid names
+            p=$(head -1 "$d/postmaster.pid" 2>/dev/null) || continue
+            if [ -n "$p" ] && [ "$(readlink -f "/proc/$p/cwd" 2>/dev/null)" = "$(readlink -f "$d")" ]; then
+                kill -QUIT "$p" 2>/dev/null || true
+            fi
         done
     done
     rm -rf "$outdir"
-    echo "integration suite interrupted: its test files and their servers were stopped" >&2
+    echo "integration suite interrupted: its test files and their servers were stopped" >&2 || true
 }
 trap 'stop_jobs; exit 130' INT
 trap 'stop_jobs; exit 143' TERM
+# a closed terminal too: in process groups of their own, the jobs get no SIGHUP of it
+trap 'stop_jobs; exit 129' HUP
 finish_one() {
     local pid rc=0
     wait -n -p pid "${!PID_JOB[@]}" || rc=$?
@@ -108,7 +117,7 @@ for job in "${jobs_list[@]}"; do
     # each job in a process group of its own (job control on while it starts), so that an
     # interruption stops all it runs: the test binary, and its sudo, pg_ctl and initdb
     set -m
-    run_job "$job" "$@" >"$outdir/$key.log" 2>&1 &
+    run_job "$job" "$@" </dev/null >"$outdir/$key.log" 2>&1 &
     set +m
     PID_JOB[$!]=$job
 done

@@ -287,28 +287,37 @@ impl Cluster {
     /// after a machine crash (they exit by themselves once they notice the postmaster is gone).
     pub fn kill9(&self) {
         let pid = self.postmaster_pid();
-        // its children, named before the kill: once it is gone they belong to init, and
-        // their titles do not name the cluster
-        let listed = Command::new("pgrep").arg("-P").arg(pid.to_string()).output().unwrap();
-        let mut children: Vec<String> =
-            String::from_utf8_lossy(&listed.stdout).split_whitespace().map(String::from).collect();
         check(Command::new("kill").arg("-9").arg(pid.to_string()).output().unwrap(), "kill -9");
         // Children of a SIGKILLed postmaster exit on their own, when they notice; until the
-        // last one has, its shared memory is in use and a restart would be refused
+        // last one has, its shared memory is in use and a restart would be refused. They are
+        // found by their working directory, the data directory (their titles do not name the
+        // cluster, and once the postmaster is gone they belong to init); one forked just
+        // before the kill is found too. A zombie has exited (and detached); the postmaster
+        // itself must be reaped, as a new one refuses to start while the PID in
+        // postmaster.pid answers, which a zombie's does.
+        let data = std::fs::canonicalize(self.data()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            // a child gone, or a zombie (exited, so detached from shared memory; init reaps it
-            // later); the postmaster itself reaped, as a new one refuses to start while the
-            // PID in postmaster.pid answers, which a zombie does
-            let alive = |p: &str| {
-                std::fs::read_to_string(format!("/proc/{p}/stat"))
-                    .map(|st| st.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
-                    .unwrap_or(false)
-            };
-            children.retain(|c| alive(c));
-            if children.is_empty() && !Path::new(&format!("/proc/{pid}")).exists() {
-                break;
+        loop {
+            let running: Vec<String> = std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+                .filter(|p| std::fs::read_link(format!("/proc/{p}/cwd")).is_ok_and(|cwd| cwd == data))
+                .filter(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/stat"))
+                        .map(|st| st.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+                        .unwrap_or(false)
+                })
+                .collect();
+            if running.is_empty() && !Path::new(&format!("/proc/{pid}")).exists() {
+                return;
             }
+            assert!(
+                Instant::now() < deadline,
+                "kill9 of {}: after 60 s, processes {running:?} still run in its data directory",
+                self.name
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
