@@ -94,7 +94,8 @@ for label, frag, base in [("`seqgen_next('b')::text` (decimal)", "seqgen_next('b
                           ("`seqgen_uuidv7()::text` (36 hex and dashes)", "seqgen_uuidv7()::text", "count(seqgen_uuidv7())"),
                           ("`encode(uuid_send(seqgen_uuidv7()), 'base64')`", "uuid_send", "count(seqgen_uuidv7())"),
                           ("`seqgen_encode_uuid(seqgen_uuidv7())` (a ULID)", "seqgen_encode_uuid", "count(seqgen_uuidv7())"),
-                          ("`seqgen_encode_typeid('user', seqgen_uuidv7())`", "seqgen_encode_typeid", "count(seqgen_uuidv7())")]:
+                          ("`seqgen_encode_typeid('user', seqgen_uuidv7())`", "seqgen_encode_typeid", "count(seqgen_uuidv7())"),
+                          ("`seqgen_next_code('q')` (a short code; ratio to the opaque ID)", "seqgen_next_code", "count(seqgen_next('q'))")]:
     if not has_row(frag):
         continue
     ns = per_row(frag)

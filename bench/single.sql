@@ -20,6 +20,8 @@ SELECT * FROM bench_median(ARRAY[
     format('SELECT count(encode(uuid_send(seqgen_uuidv7()), ''base64'')) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_encode_uuid(seqgen_uuidv7())) FROM generate_series(1, %s) g', :rows),
     format('SELECT count(seqgen_encode_typeid(''user'', seqgen_uuidv7())) FROM generate_series(1, %s) g', :rows),
+    -- short codes of the opaque tag q (issue 34): beside its opaque IDs
+    format('SELECT count(seqgen_next_code(''q'')) FROM generate_series(1, %s) g', :rows),
     'SELECT count(*) FROM generate_series(1, 1000000)',
     'SELECT count(*) FROM seqgen_next_batch(''b'', 1000000)'
 ] || CASE WHEN current_setting('server_version_num')::int >= 180000  -- PostgreSQL 18's uuidv7()

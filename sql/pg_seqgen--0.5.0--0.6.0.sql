@@ -931,6 +931,29 @@ CREATE FUNCTION @extschema@."seqgen_decode_typeid"(
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_decode_typeid_wrapper';
+-- Short codes of opaque tags.
+CREATE FUNCTION @extschema@."seqgen_next_code"(
+	"biz_tag" TEXT,
+	"length" INT DEFAULT 8
+) RETURNS TEXT
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_next_code_wrapper';
+CREATE FUNCTION @extschema@."seqgen_reveal_code"(
+	"biz_tag" TEXT,
+	"code" TEXT
+) RETURNS bigint
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_reveal_code_wrapper';
+CREATE FUNCTION @extschema@."seqgen_code_is_valid"(
+	"code" TEXT
+) RETURNS bool
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_code_is_valid_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_next_code(pg_catalog.text, pg_catalog.int4) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal_code(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 
 -- What each function is: its COMMENT (\df+ shows it), the one place the descriptions are kept.
 -- The update script from 0.5.0 carries the same block (a test compares them, and the upgrade
@@ -970,6 +993,9 @@ COMMENT ON FUNCTION @extschema@.seqgen_encode_typed(pg_catalog.text, pg_catalog.
 COMMENT ON FUNCTION @extschema@.seqgen_decode_typed(pg_catalog.text, pg_catalog.text) IS 'The bigint ID of a typed ID of the given type';
 COMMENT ON FUNCTION @extschema@.seqgen_encode_typeid(pg_catalog.text, pg_catalog.uuid) IS 'A uuid as a TypeID: the prefix, _ and its ULID in lower case';
 COMMENT ON FUNCTION @extschema@.seqgen_decode_typeid(pg_catalog.text, pg_catalog.text) IS 'The uuid of a TypeID of the given type';
+COMMENT ON FUNCTION @extschema@.seqgen_next_code(pg_catalog.text, pg_catalog.int4) IS 'Next short code of an opaque tag: length characters (8 by default) with a check character, revealing neither order nor volume; never repeated';
+COMMENT ON FUNCTION @extschema@.seqgen_reveal_code(pg_catalog.text, pg_catalog.text) IS 'The counter value behind a short code of an opaque tag';
+COMMENT ON FUNCTION @extschema@.seqgen_code_is_valid(pg_catalog.text) IS 'Whether a text is a well-formed short code with a matching check character (not whether it was issued)';
 COMMENT ON FUNCTION @extschema@.seqgen_create_gapless(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) IS 'Create a gapless tag: numbers assigned at commit, one after another, none lost';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catalog.text) IS 'Next gapless number of a tag (and key), held by the transaction until it ends';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) IS 'Next gapless order number of a tag (and key), held by the transaction until it ends';

@@ -1729,7 +1729,8 @@ mod tests {
     /// Debian's 15 and 17). Bad input gets its SQLSTATE.
     #[pg_test]
     fn text_ids_round_trip_and_sort_as_their_numbers() {
-        autonomous("SELECT seqgen_create('t_text', 50)");
+        // a step that serves the 300 draws from the first segment (no waits for the worker)
+        autonomous("SELECT seqgen_create('t_text', 1000)");
         Spi::run(
             "CREATE TEMP TABLE ids AS \
                SELECT 'tag' AS kind, seqgen_next('t_text') AS v, NULL::uuid AS u FROM generate_series(1, 300) \
@@ -1876,5 +1877,92 @@ mod tests {
         // NULL in, NULL out
         assert_eq!(Spi::get_one::<String>("SELECT seqgen_encode(NULL)").unwrap(), None);
         assert_eq!(Spi::get_one::<i64>("SELECT seqgen_decode(NULL)").unwrap(), None);
+    }
+
+    /// Short codes (issue 34): an opaque tag's codes are distinct, of their length, valid, and
+    /// revealed to distinct counter values; the codes of one length run out exactly at
+    /// 32^(length - 1) and the next draw is refused, while a longer length goes on. A mistyped
+    /// or swapped code, a bad length, a plain tag and an unknown tag get their SQLSTATEs.
+    #[pg_test]
+    fn short_codes_are_unique_checked_revealed_and_refused_when_used_up() {
+        autonomous(
+            "SELECT seqgen_create('t_codes', 40000); SELECT seqgen_make_opaque('t_codes'); \
+             SELECT seqgen_create('t_codes_plain')",
+        );
+        Spi::run(
+            "CREATE TEMP TABLE codes AS SELECT g, seqgen_next_code('t_codes', 4) AS c FROM generate_series(1, 32768) g; \
+             ALTER TABLE codes ADD r int8; \
+             UPDATE codes SET r = seqgen_reveal_code('t_codes', c) WHERE g <= 1000 OR g = 32768",
+        )
+        .unwrap();
+        // every code of 4 characters, each once (the core's tests take every code back)
+        assert_eq!(one("SELECT count(DISTINCT c) FROM codes"), 32768);
+        assert_eq!(
+            one("SELECT count(*) FROM codes WHERE c !~ '^[0-9A-HJKMNP-TV-Z]{4}$' OR NOT seqgen_code_is_valid(c)"),
+            0
+        );
+        // revealed (in either case): the counter values as drawn, one after another
+        assert_eq!(one("SELECT count(DISTINCT r) FROM codes"), 1001);
+        assert_eq!(one("SELECT max(r) - min(r) FROM codes"), 32767);
+        assert_eq!(
+            one("SELECT count(*) FROM codes WHERE g <= 1000 AND (seqgen_reveal_code('t_codes', lower(c)) <> r \
+                   OR r - g <> (SELECT min(r) - 1 FROM codes))"),
+            0
+        );
+        // neither order nor volume: the codes of consecutive draws are not in code order
+        let ascending =
+            one("SELECT count(*) FILTER (WHERE c < n) FROM (SELECT c, lead(c) OVER (ORDER BY g) n FROM codes) x");
+        assert!((12_000..20_000).contains(&ascending), "{ascending} of 32767 neighbours ascending");
+        // used up: refused before a repeat, while longer codes go on above every counter value
+        // (a refused draw still takes a counter value, which may reserve a segment: not `refused`)
+        let (code, msg) = error_of("SELECT seqgen_next_code('t_codes', 4)").unwrap();
+        assert_eq!(code, ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED);
+        assert_eq!(msg, "tag \"t_codes\" has used up its 32768 short codes of 4 characters");
+        assert!(
+            one("SELECT seqgen_reveal_code('t_codes', seqgen_next_code('t_codes', 5))")
+                > one("SELECT max(r) FROM codes")
+        );
+        let code: String = Spi::get_one("SELECT seqgen_next_code('t_codes')").unwrap().unwrap();
+        assert_eq!(code.len(), 8);
+        // a changed character and a swap of two neighbours are caught
+        let b = code.as_bytes();
+        let changed = format!("{}{}", if b[0] == b'7' { '8' } else { '7' }, &code[1..]);
+        let i = (0..7).find(|&i| b[i] != b[i + 1]).unwrap();
+        let mut swapped = b.to_vec();
+        swapped.swap(i, i + 1);
+        let swapped = String::from_utf8(swapped).unwrap();
+        for bad in [&changed, &swapped] {
+            assert_eq!(
+                Spi::get_one_with_args::<bool>("SELECT seqgen_code_is_valid($1)", &[bad.as_str().into()]).unwrap(),
+                Some(false)
+            );
+            refused(&format!("SELECT seqgen_reveal_code('t_codes', '{bad}')"), ERRCODE_INVALID_TEXT_REPRESENTATION);
+        }
+        refused("SELECT seqgen_next_code('t_codes', 3)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_next_code('t_codes', 14)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_reveal_code('t_codes', 'AB')", ERRCODE_INVALID_TEXT_REPRESENTATION);
+        // well-formed, but above every counter value reserved: never issued
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_code_is_valid('0000000000000')").unwrap(), Some(true));
+        refused("SELECT seqgen_reveal_code('t_codes', '0000000000000')", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_reveal_code('t_codes', 'ABCU')", ERRCODE_INVALID_TEXT_REPRESENTATION);
+        refused("SELECT seqgen_next_code('t_codes_nope')", ERRCODE_UNDEFINED_OBJECT);
+        refused(
+            &format!("SELECT seqgen_reveal_code('t_codes_plain', '{code}')"),
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        );
+        // a plain tag's draw is refused (its first load reserves a segment: not `refused`)
+        assert_eq!(
+            sqlstate("SELECT seqgen_next_code('t_codes_plain')"),
+            Some(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+        );
+        // a column DEFAULT, NULL in and NULL out
+        Spi::run(
+            "CREATE TABLE coupons (code text COLLATE \"C\" PRIMARY KEY DEFAULT seqgen_next_code('t_codes'), n int); \
+             INSERT INTO coupons (n) SELECT g FROM generate_series(1, 100) g",
+        )
+        .unwrap();
+        assert_eq!(one("SELECT count(*) FROM coupons WHERE seqgen_code_is_valid(code) AND length(code) = 8"), 100);
+        assert_eq!(Spi::get_one::<String>("SELECT seqgen_next_code(NULL)").unwrap(), None);
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_code_is_valid(NULL)").unwrap(), None);
     }
 }

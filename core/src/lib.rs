@@ -6,6 +6,7 @@
 
 pub mod adaptive;
 pub mod check;
+pub mod code;
 pub mod config;
 pub mod opaque;
 pub mod segment;

@@ -25,7 +25,7 @@ pub const UUID_WIDTH: usize = ulid::ULID_LEN;
 const TYPED: &str = "typed ID";
 
 /// `text` as an error message shows it: at most 60 characters.
-fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     match text.char_indices().nth(60) {
         Some((i, _)) => format!("{}...", &text[..i]),
         None => text.to_string(),
@@ -58,6 +58,12 @@ pub enum TextIdError {
     BadPrefix(String),
     #[error("ID \"{id}\" is not of type \"{expected}\" ({})", type_of(found))]
     OtherType { id: String, found: String, expected: String },
+    #[error("the length of a short code must be between 4 and 13, not {0}")]
+    BadCodeLength(i64),
+    #[error("all {capacity} short codes of {length} characters are used up")]
+    NoCodesLeft { length: usize, capacity: u64 },
+    #[error("invalid short code \"{text}\": its check character does not match")]
+    Check { text: String },
 }
 
 impl TextIdError {
@@ -67,9 +73,14 @@ impl TextIdError {
             TextIdError::Character { kind: TYPED, .. } => {
                 Some("Typed IDs are written in lower case: a type prefix, \"_\", and 0-9 and a-z except i, l, o and u.")
             }
+            TextIdError::Character { kind: crate::code::KIND, .. } => Some(
+                "Short codes are written with 0-9 and A-Z except U, in either case (I and L are read as 1, O as 0).",
+            ),
             TextIdError::Character { .. } => {
                 Some("IDs are written with 0-9 and A-Z except I, L, O and U, in either case.")
             }
+            TextIdError::Check { .. } => Some("A character was mistyped, or two neighbours were swapped."),
+            TextIdError::NoCodesLeft { .. } => Some("Use longer codes: each length has codes of its own."),
             TextIdError::BadPrefix(_) => Some(
                 "A type prefix is empty or 1 to 63 lower-case letters a-z and underscores, starting and ending with a letter.",
             ),
@@ -79,7 +90,7 @@ impl TextIdError {
 
     /// Is this about text given to decode (invalid input) rather than a value to encode?
     pub fn is_input_syntax(&self) -> bool {
-        matches!(self, TextIdError::Length { .. } | TextIdError::Character { .. })
+        matches!(self, TextIdError::Length { .. } | TextIdError::Character { .. } | TextIdError::Check { .. })
     }
 }
 

@@ -2,6 +2,7 @@
 //! clock-ordered generator each), order numbers, opaque numbers. They stand on the plumbing
 //! only; the allocator (in `background`) serves their requests through shared memory.
 
+pub mod code;
 pub mod config;
 pub mod gapless;
 pub mod opaque;

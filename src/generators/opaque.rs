@@ -168,25 +168,43 @@ fn seqgen_reveal(biz_tag: &str, id: i64) -> i64 {
     reveal(biz_tag, id).or_raise()
 }
 
-fn reveal(tag: &str, id: i64) -> Result<i64> {
-    check_tag(tag)?;
+/// A tag's opaque state, read with the caller's privileges (the key table is the extension
+/// owner's).
+pub(crate) struct OpaqueState {
+    /// Where its opaque values start (`None`: not opaque).
+    pub from: Option<i64>,
+    pub key: Option<Key>,
+    pub node_bits: u32,
+    /// The highest counter value reserved: nothing above it was issued.
+    pub max_id: i64,
+}
+
+pub(crate) fn opaque_state(tag: &str) -> Result<OpaqueState> {
     let row = crate::plumbing::session::bounded_lock_wait(|| {
         first_row(
-            "SELECT a.opaque_from, k.key, a.node_bits FROM seqgen.alloc a \
+            "SELECT a.opaque_from, k.key, a.node_bits, a.max_id FROM seqgen.alloc a \
          LEFT JOIN seqgen.opaque_key k ON k.biz_tag OPERATOR(pg_catalog.=) a.biz_tag \
          WHERE a.biz_tag OPERATOR(pg_catalog.=) $1",
             &[tag.into()],
             false,
-            |r| r.get_three::<i64, Vec<u8>, i32>(),
+            |r| Ok((r.get::<i64>(1)?, r.get::<Vec<u8>>(2)?, r.get::<i32>(3)?, r.get::<i64>(4)?)),
         )
     })?;
-    let Some((from, key, bits)) = row else {
-        return Err(SeqgenError::UnknownTag(tag.to_string()));
-    };
+    let (from, key, bits, max_id) = row.ok_or_else(|| SeqgenError::UnknownTag(tag.to_string()))?;
+    Ok(OpaqueState {
+        from,
+        key: key.as_deref().and_then(Key::from_bytes),
+        node_bits: bits.unwrap_or(0).clamp(0, 16) as u32,
+        max_id: max_id.unwrap_or(0),
+    })
+}
+
+fn reveal(tag: &str, id: i64) -> Result<i64> {
+    check_tag(tag)?;
+    let OpaqueState { from, key, node_bits: bits, .. } = opaque_state(tag)?;
     let Some(from) = from else {
         return Err(SeqgenError::NotOpaque(tag.to_string()));
     };
-    let bits = bits.unwrap_or(0).clamp(0, 16) as u32;
     if id < 0 {
         return Err(SeqgenError::InvalidArgument(format!("{id} is not an ID of tag \"{tag}\"")));
     }
@@ -194,7 +212,7 @@ fn reveal(tag: &str, id: i64) -> Result<i64> {
     if counter <= from {
         return Ok(counter);
     }
-    let key = key.as_deref().and_then(Key::from_bytes).ok_or_else(|| SeqgenError::NotOpaque(tag.to_string()))?;
+    let key = key.ok_or_else(|| SeqgenError::NotOpaque(tag.to_string()))?;
     let d = Domain::counters_above(from, bits).ok_or_else(|| SeqgenError::Internal("opaque domain".into()))?;
     Ok(d.unpermute(&key, node as u64, counter as u64) as i64)
 }

@@ -131,7 +131,25 @@ fn claim_block(r: Resolved, refill: &mut directory::Refill<'_>, size: u32) -> Op
 
 /// The rest of [`next`]: from a draw already made on `r` (`first`), or from a new one.
 #[inline(never)]
-fn next_from(tag: &str, mut r: Resolved, mut hint: Hint, mut first: Option<Draw>) -> Result<i64> {
+fn next_from(tag: &str, r: Resolved, hint: Hint, first: Option<Draw>) -> Result<i64> {
+    let (value, p) = counter_from(tag, r, hint, first)?;
+    Ok(p.map_or(value, |p| p.present(value)))
+}
+
+/// The next counter value of a tag, before it becomes an ID: with how it becomes one (`None`:
+/// it is the ID). For what else is made of counter values (short codes).
+pub fn next_counter(tag: &str) -> Result<(i64, Option<Presenter>)> {
+    let (r, hint) = directory::resolve_hinted(tag)?;
+    counter_from(tag, r, hint, None)
+}
+
+/// A counter value drawn on `r` (from `first`, or a new draw), with its presentation.
+fn counter_from(
+    tag: &str,
+    mut r: Resolved,
+    mut hint: Hint,
+    mut first: Option<Draw>,
+) -> Result<(i64, Option<Presenter>)> {
     // `hint` belongs to the generation of `r`: every time `r` is resolved again, the hint goes
     // with it (a slot evicted and loaded again restarts its epochs, and a hint kept across
     // that would hand out values of the old incarnation; the fuzzer found that one)
@@ -149,14 +167,14 @@ fn next_from(tag: &str, mut r: Resolved, mut hint: Hint, mut first: Option<Draw>
                 }
                 if mode == 0 {
                     if r.slot.gen().load(Ordering::Acquire) == r.gen {
-                        return Ok(value);
+                        return Ok((value, None));
                     }
                 } else {
                     // read the key (or node bits) before re-checking the generation: a slot
                     // retired and reassigned meanwhile has another key
                     let p = Presenter::capture(tag, &r, mode);
                     if r.slot.gen().load(Ordering::Acquire) == r.gen {
-                        return Ok(p?.present(value));
+                        return Ok((value, Some(p?)));
                     }
                 }
                 // The slot was retired while we drew: discard the value and resolve again.
@@ -313,6 +331,12 @@ impl Presenter {
             return Err(SeqgenError::NodeDoesNotFit { node, bits });
         }
         Ok(Presenter { mode, key, node })
+    }
+
+    /// The key of an opaque tag without node bits, and the counter value above which its
+    /// values are permuted.
+    pub fn opaque_key(&self) -> Option<(i64, seqgen_core::opaque::Key)> {
+        self.key.filter(|_| (self.mode >> 8) & 0xff == 0)
     }
 
     #[inline]

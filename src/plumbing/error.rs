@@ -79,6 +79,8 @@ pub enum SeqgenError {
     CitusNeedsNodeField(String),
     #[error("tag \"{0}\" is not opaque")]
     NotOpaque(String),
+    #[error("tag \"{tag}\" has used up its {capacity} short codes of {length} characters")]
+    CodesUsedUp { tag: String, length: usize, capacity: u64 },
     #[error("only a superuser may call {0}")]
     SuperuserOnly(&'static str),
     #[error("tag \"{0}\" is gapless: its numbers come from seqgen_gapless_next(), seqgen_gapless_order_no() or a table numbered at commit, not from the segment generators")]
@@ -168,6 +170,7 @@ impl SeqgenError {
             UnknownColumn { .. } => ERRCODE_UNDEFINED_COLUMN,
             TextId(e) if e.is_input_syntax() => ERRCODE_INVALID_TEXT_REPRESENTATION,
             TextId(TextIdError::OutOfRange { .. } | TextIdError::TooWide { .. }) => ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            TextId(TextIdError::NoCodesLeft { .. }) => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             TextId(_) => ERRCODE_INVALID_PARAMETER_VALUE,
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) | GaplessBusy { .. } => ERRCODE_LOCK_NOT_AVAILABLE,
@@ -181,7 +184,9 @@ impl SeqgenError {
             // 22008 (datetime_field_overflow is datetime_value_out_of_range)
             DatetimeOutOfRange(_) => ERRCODE_DATETIME_FIELD_OVERFLOW,
             NullArgument(_) => ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            Exhausted(_) | TimeExhausted(_) | OrderOverflow { .. } => ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+            Exhausted(_) | TimeExhausted(_) | OrderOverflow { .. } | CodesUsedUp { .. } => {
+                ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED
+            }
             ClockBehind { .. } => ERRCODE_SYSTEM_ERROR,
             BeforeEpoch => ERRCODE_CONFIG_FILE_ERROR,
             TooManyDatabases(_) | KeyLimit { .. } => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
@@ -248,6 +253,8 @@ impl SeqgenError {
             TimeExhausted("UUIDv7") => "The UUIDv7 generator's 42 bits of milliseconds end in 2109.".into(),
             TimeExhausted(_) => "Choose a later seqgen.snowflake_epoch or more time bits (IDs then resume above every issued one).".into(),
             BeforeEpoch => "Set seqgen.snowflake_epoch to a moment in the past.".into(),
+            NotOpaque(t) => format!("Make its IDs opaque first: SELECT seqgen_make_opaque('{t}');"),
+            CodesUsedUp { .. } => "Draw longer codes: every length has codes of its own, and a tag's codes of a length end after 32^(length - 1) of its counter values.".into(),
             NoTemplate(t) => format!("Attach one with seqgen_set_template('{t}', ...)."),
             TemplateLacksKey(t) => format!("Put the key in the template, e.g. SELECT seqgen_set_template('{t}', '{{key}}-{{seq:6}}'); a gapless tag takes its template when it is created: seqgen_create_gapless('{t}', '{{key}}-{{seq:6}}')."),
             GaplessBusy { .. } => "Numbers of one key are given out one transaction at a time: number at commit (seqgen_gapless_attach) to hold the key only while a transaction commits, or raise seqgen.allocation_timeout (or the session's lock_timeout).".into(),

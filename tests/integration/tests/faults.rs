@@ -442,6 +442,11 @@ fn hostile_input_gets_documented_errors() {
         ("SELECT seqgen_decode_typed('inv', 'inv_00000000000z')", "22P02"),
         ("SELECT seqgen_encode_typeid('user_', gen_random_uuid())", "22023"),
         ("SELECT seqgen_decode_typeid('user', 'user_8zzzzzzzzzzzzzzzzzzzzzzzzz')", "22003"),
+        ("SELECT seqgen_next_code('h', 3)", "22023"),
+        ("SELECT seqgen_next_code('h', 2147483647)", "22023"),
+        ("SELECT seqgen_reveal_code('h', 'ABCU')", "22P02"),
+        ("SELECT seqgen_reveal_code('h', '0001')", "22P02"),
+        ("SELECT seqgen_reveal_code('h', '0000')", "55000"),
         ("SELECT seqgen_reveal('h', 1)", "55000"),
         ("SELECT seqgen_reveal('nope', 1)", "42704"),
         ("SELECT seqgen_reveal_order_no('h', 'x')", "55000"),
@@ -458,6 +463,7 @@ fn hostile_input_gets_documented_errors() {
     ];
     let unprivileged: &[(&str, &str)] = &[
         ("SELECT seqgen_next('h')", "42501"),
+        ("SELECT seqgen_next_code('h')", "42501"),
         ("SELECT seqgen_create('x')", "42501"),
         ("SELECT seqgen_drop('h')", "42501"),
         ("SELECT seqgen_snowflake()", "42501"),

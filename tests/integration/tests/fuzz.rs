@@ -84,9 +84,9 @@ const TABLES: [&str; 6] =
 const MODES: [&str; 3] = ["ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"];
 /// Every SQLSTATE a call may answer with (pg_seqgen's documented ones, and PostgreSQL's for
 /// the fuzzer's own statements); XX000 and lost connections never.
-const DOCUMENTED: [&str; 19] = [
+const DOCUMENTED: [&str; 20] = [
     "55P03", "55000", "58000", "2200H", "42704", "42710", "22023", "22004", "22008", "0A000", "42501", "53400",
-    "23514", "40001", "25001", "25P02", "42P01", "23503", "57014",
+    "23514", "40001", "25001", "25P02", "42P01", "23503", "57014", "22P02",
 ];
 
 /// Where the ledgers of keyed counters start (`KEYED + tag * 3 + key`, beside the tags').
@@ -131,6 +131,10 @@ enum Draw {
         rows: u32,
         at_commit: bool,
     },
+    /// `seqgen_next_code(tag, length)`, this many rows: refused (55000) unless the tag is
+    /// opaque; never a code twice per tag incarnation, each code well-formed with its check
+    /// character.
+    Code(usize, u32, u32),
 }
 
 /// How a draw's IDs come back: as the values, as their sortable text (`seqgen_encode`,
@@ -324,7 +328,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // order numbers mostly from tags a and b (so templates change under drawn
                 // numbers often)
                 let ot = if rng.random_bool(0.8) { t % 2 } else { t };
-                let d = match rng.random_range(0..27) {
+                let d = match rng.random_range(0..29) {
+                    27..=28 => Draw::Code(t, [1, 40][rng.random_range(0..2)], [5, 8][rng.random_range(0..2)]),
                     23..=24 => Draw::Keyed(t, [1, 3, 40][rng.random_range(0..3)]),
                     0..=3 => Draw::Next(t),
                     // per-session blocks: many tags in turn, often, and two (whose blocks grow)
@@ -382,7 +387,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                         1 => Admin::ColumnTag(t),
                         _ => Admin::Status,
                     },
-                    _ => Admin::BadInput(rng.random_range(0..14)),
+                    _ => Admin::BadInput(rng.random_range(0..16)),
                 };
                 // a raise by an hour that commits would rightly refuse calls for an hour: only
                 // shapes that end in a rollback (or a refused PREPARE) for those
@@ -467,6 +472,9 @@ struct Run {
     last_drawn: HashMap<(usize, TagKey, usize), i64>,
     unordered: HashSet<(usize, usize, u32)>,
     texts: HashMap<(usize, usize, u32), HashSet<String>>,
+    /// Short codes per tag incarnation (their own ledger: a code and an order number may
+    /// happen to be the same text).
+    codes: HashMap<(usize, usize, u32), HashSet<String>>,
     flakes: HashSet<i64>,
     flakes53: HashSet<i64>,
     uuids: HashSet<String>,
@@ -510,7 +518,7 @@ impl Run {
                  GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer),
                    seqgen_order_no(text), seqgen_snowflake(), seqgen_uuidv7(),
                    seqgen_gapless_next(text, text), seqgen_next(text, text),
-                   seqgen_order_no(text, text), seqgen_status() TO fz_app;
+                   seqgen_order_no(text, text), seqgen_next_code(text, integer), seqgen_status() TO fz_app;
                  SELECT seqgen_create_gapless('gl');
                  SELECT seqgen_grant('gl', 'fz_app');
                  -- numbered at commit: partitioned, with a BEFORE trigger that touches every
@@ -565,6 +573,7 @@ impl Run {
             templated: HashSet::new(),
             ids: HashMap::new(),
             texts: HashMap::new(),
+            codes: HashMap::new(),
             flakes: HashSet::new(),
             flakes53: HashSet::new(),
             uuids: HashSet::new(),
@@ -704,7 +713,7 @@ impl Run {
                 None => return Ok(()),
             },
             // keys count on their own: the tag's grant still applies
-            Draw::Keyed(t, _) | Draw::OrderNo(t, _) | Draw::OrderKeyed(t, _) => (*t, None),
+            Draw::Keyed(t, _) | Draw::OrderNo(t, _) | Draw::OrderKeyed(t, _) | Draw::Code(t, ..) => (*t, None),
             _ => return Ok(()),
         };
         let key = self.tag_key(db, t);
@@ -797,6 +806,9 @@ impl Run {
             Draw::Snowflake53(k, f) => {
                 format!("SELECT {} FROM generate_series(1, {k})", f.bigint("seqgen_snowflake53()", 11))
             }
+            Draw::Code(t, n, len) => {
+                format!("SELECT seqgen_next_code('{}', {len}) FROM generate_series(1, {n})", TAGS[*t])
+            }
             Draw::Gapless { key, rows, at_commit: true } => {
                 format!("INSERT INTO gl_t (k) SELECT 'k{key}' FROM generate_series(1, {rows}) RETURNING k")
             }
@@ -865,6 +877,13 @@ impl Run {
                 Draw::Snowflake(_, f) => self.flakes.insert(f.bigint_of(v, 13)?),
                 Draw::Uuid(_, f) => self.uuids.insert(f.uuid_of(v)?),
                 Draw::Gapless { .. } => true,
+                Draw::Code(t, _, len) => {
+                    if v.len() != *len as usize || !seqgen_core::code::is_valid(v) {
+                        return Err(format!("{v} is not a short code of {len} characters"));
+                    }
+                    let key = self.tag_key(db, *t);
+                    self.codes.entry(key).or_default().insert(v.clone())
+                }
                 Draw::Snowflake53(_, f) => {
                     let id = f.bigint_of(v, 11)?;
                     if id >= 1 << 53 {
@@ -938,6 +957,8 @@ impl Run {
                 "SELECT seqgen_grant('b', NULL)",
                 "SELECT seqgen_set_template('c', 'N{seq:3}', NULL)",
                 "SELECT * FROM seqgen_apply(NULL)",
+                "SELECT seqgen_next_code('a', 99)",
+                "SELECT seqgen_reveal_code('a', 'AB')",
             ][*i]
                 .to_string(),
             Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),
