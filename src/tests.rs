@@ -1942,8 +1942,8 @@ mod tests {
         refused("SELECT seqgen_next_code('t_codes', 14)", ERRCODE_INVALID_PARAMETER_VALUE);
         refused("SELECT seqgen_reveal_code('t_codes', 'AB')", ERRCODE_INVALID_TEXT_REPRESENTATION);
         // well-formed, but above every counter value reserved: never issued
-        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_code_is_valid('0000000000000')").unwrap(), Some(true));
-        refused("SELECT seqgen_reveal_code('t_codes', '0000000000000')", ERRCODE_INVALID_PARAMETER_VALUE);
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_code_is_valid('000000000000D')").unwrap(), Some(true));
+        refused("SELECT seqgen_reveal_code('t_codes', '000000000000D')", ERRCODE_INVALID_PARAMETER_VALUE);
         refused("SELECT seqgen_reveal_code('t_codes', 'ABCU')", ERRCODE_INVALID_TEXT_REPRESENTATION);
         refused("SELECT seqgen_next_code('t_codes_nope')", ERRCODE_UNDEFINED_OBJECT);
         refused(
@@ -1955,6 +1955,21 @@ mod tests {
             sqlstate("SELECT seqgen_next_code('t_codes_plain')"),
             Some(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
         );
+        // revealed by the statement that drew them, in a REPEATABLE READ transaction whose
+        // snapshot is older than every segment they came from
+        autonomous("SELECT seqgen_create('t_codes_now', 10); SELECT seqgen_make_opaque('t_codes_now')");
+        let mut rr = other_session("pgrx_tests");
+        rr.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1").unwrap();
+        let revealed: i64 = rr
+            .query_one(
+                "SELECT count(DISTINCT seqgen_reveal_code('t_codes_now', seqgen_next_code('t_codes_now', 6))) \
+                   FROM generate_series(1, 50)",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(revealed, 50);
+        rr.batch_execute("COMMIT").unwrap();
         // a column DEFAULT, NULL in and NULL out
         Spi::run(
             "CREATE TABLE coupons (code text COLLATE \"C\" PRIMARY KEY DEFAULT seqgen_next_code('t_codes'), n int); \

@@ -14,7 +14,9 @@
 //! so every single changed character is caught; swapping adjacent `x ≠ y` changes
 //! `α²s + αx + y` into `α²s + αy + x`, which differ by `(α + 1)(x - y) ≠ 0`, so every adjacent
 //! swap is caught too (both proved exhaustively below). The code stays in the alphabet, with no
-//! sixth symbol as Crockford's mod-37 check needs.
+//! 37th symbol as Crockford's mod-37 check needs. The interim starts at a value that depends on
+//! the code's length, not at 0 (where a leading `0` would change nothing): a code with leading
+//! `0`s dropped or added is caught, whatever follows them (proved below too).
 //!
 //! Input may be in either case; `I` and `L` are read as `1` and `O` as `0`, as Crockford's
 //! specification says, so those misreadings are no errors at all.
@@ -54,10 +56,18 @@ fn damm_step(s: u8, d: u8) -> u8 {
     times_alpha(s) ^ d
 }
 
-/// The check symbol that follows `symbols`.
+/// The interim check before the first symbol of a code of `length` characters: α^(2·length).
+/// With `k` leading `0`s added, a code of `length` characters would need
+/// `start(length) = α^k · start(length + k)`, that is `2·length ≡ k + 2·(length + k)` or
+/// `3k ≡ 0` (mod 31): never for 1 ≤ k ≤ 9.
+fn start(length: usize) -> u8 {
+    (0..2 * length).fold(1, |s, _| times_alpha(s))
+}
+
+/// The check symbol that follows the `length - 1` data `symbols`.
 fn check_symbol(symbols: &[u8]) -> u8 {
     // α·s + c = 0 in a field of characteristic 2: c = α·s
-    times_alpha(symbols.iter().fold(0, |s, &d| damm_step(s, d)))
+    times_alpha(symbols.iter().fold(start(symbols.len() + 1), |s, &d| damm_step(s, d)))
 }
 
 /// Is `length` a code length (4 to 13)?
@@ -121,7 +131,7 @@ fn symbols(code: &str) -> Result<Vec<u8>, TextIdError> {
 /// The symbols of a well-formed code whose check character matches.
 fn checked(code: &str) -> Result<Vec<u8>, TextIdError> {
     let s = symbols(code)?;
-    if s.iter().fold(0, |acc, &d| damm_step(acc, d)) != 0 {
+    if s.iter().fold(start(s.len()), |acc, &d| damm_step(acc, d)) != 0 {
         return Err(TextIdError::Check { text: crate::text::shown(code) });
     }
     Ok(s)
@@ -195,6 +205,33 @@ mod tests {
         }
     }
 
+    /// A code with `k` leading symbols added is a code only if the interims at its start
+    /// agree: `start(L) = α^k · start(L + k)` for the added `0`s (each step is one to one, so
+    /// what follows cannot make up for a different start). They never agree: dropping or adding
+    /// leading `0`s is always caught.
+    #[test]
+    fn leading_zeros_dropped_or_added_are_caught_exhaustively() {
+        for l in MIN_LENGTH as usize..MAX_LENGTH as usize {
+            for k in 1..=MAX_LENGTH as usize - l {
+                let mut s = start(l + k);
+                for _ in 0..k {
+                    s = damm_step(s, 0);
+                }
+                assert_ne!(s, start(l), "{k} leading zeros before a code of {l} characters");
+            }
+        }
+        let k = key(8);
+        for n in 0..2000 {
+            let code = encode(&k, 6, n).unwrap();
+            for padded in [format!("0{code}"), format!("00{code}")] {
+                assert!(!is_valid(&padded), "{padded} accepted for {code}");
+            }
+            if let Some(rest) = code.strip_prefix('0') {
+                assert!(!is_valid(rest), "{rest} accepted for {code}");
+            }
+        }
+    }
+
     #[test]
     fn lengths_and_capacities() {
         assert_eq!(capacity(4), 32_768);
@@ -249,6 +286,9 @@ mod tests {
         let with_dash = format!("{}-{}", &code[..3], &code[3..7]);
         assert!(matches!(decode(&key(5), &with_dash), Err(TextIdError::Character { found: '-', position: 4, .. })));
         assert!(matches!(decode(&key(5), "0000é000"), Err(TextIdError::Character { found: 'é', position: 5, .. })));
+        // the same codes as an independent model of the check (a Python one) computed
+        assert!(is_valid("000E") && is_valid("abc5") && is_valid("000000000000D"));
+        assert!(!is_valid("000F") && !is_valid("0000") && !is_valid("00E"));
         // Crockford's readings: I and L are 1, O is 0
         let read = code.replace('1', "l").replace('0', "O");
         assert_eq!(decode(&key(5), &read).unwrap(), 12_345);

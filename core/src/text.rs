@@ -80,7 +80,7 @@ impl TextIdError {
                 Some("IDs are written with 0-9 and A-Z except I, L, O and U, in either case.")
             }
             TextIdError::Check { .. } => Some("A character was mistyped, or two neighbours were swapped."),
-            TextIdError::NoCodesLeft { .. } => Some("Use longer codes: each length has codes of its own."),
+            TextIdError::NoCodesLeft { .. } => Some("Draw longer codes: one more character holds 32 times as many."),
             TextIdError::BadPrefix(_) => Some(
                 "A type prefix is empty or 1 to 63 lower-case letters a-z and underscores, starting and ending with a letter.",
             ),

@@ -22,7 +22,7 @@ fn seqgen_next_code(biz_tag: &str, length: default!(i32, 8)) -> String {
 }
 
 fn node_bits(tag: &str) -> SeqgenError {
-    SeqgenError::Unsupported(format!("tag \"{tag}\" has node bits: short codes are made of tags without node bits"))
+    SeqgenError::Unsupported(format!("short codes are not supported for tag \"{tag}\", which has node bits"))
 }
 
 fn next_code(tag: &str, length: i64) -> Result<String> {
@@ -30,12 +30,12 @@ fn next_code(tag: &str, length: i64) -> Result<String> {
     code::check_length(length)?;
     let (value, presenter) = crate::generators::segment::next_counter(tag)?;
     let Some((from, key)) = presenter.and_then(|p| p.opaque_key()) else {
-        return Err(match presenter {
-            // node-interleaved (on Citus): each node would need codes of its own
-            Some(_) => node_bits(tag),
-            None => SeqgenError::NotOpaque(tag.to_string()),
-        });
+        return Err(SeqgenError::NotOpaque(tag.to_string()));
     };
+    if presenter.is_some_and(|p| p.node_bits() != 0) {
+        // (on Citus: each node would need codes of its own)
+        return Err(node_bits(tag));
+    }
     // opaque values are reserved above `from` only
     let n = value.checked_sub(from).and_then(|d| u64::try_from(d - 1).ok());
     let n = n.ok_or_else(|| SeqgenError::Internal(format!("opaque value {value} outside its domain")))?;
@@ -67,11 +67,20 @@ fn reveal_code(tag: &str, text: &str) -> Result<i64> {
     }
     // n < 2^60 and from <= 2^62: no overflow
     let counter = from + 1 + code::decode(&key, text)? as i64;
-    if counter > state.max_id {
+    if counter > state.max_id && counter > latest_max_id(tag)? {
         // above everything reserved: a text that passes the check, but no code of this tag
         return Err(SeqgenError::InvalidArgument(format!("short code \"{text}\" was not issued by tag \"{tag}\"")));
     }
     Ok(counter)
+}
+
+/// The tag's `max_id` as committed last, whatever the snapshot of the caller's statement or
+/// transaction (which may predate the reservation of a segment a code was just drawn from).
+fn latest_max_id(tag: &str) -> Result<i64> {
+    const SQL: &str = "SELECT max_id FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+    let rows =
+        crate::plumbing::session::latest(SQL, &[tag.into()]).map_err(|e| SeqgenError::Internal(e.to_string()))?;
+    Ok(rows.first().and_then(|r| r[0].int()).unwrap_or(0))
 }
 
 /// Is `code` a well-formed short code: 4 to 13 characters of the alphabet, and a check

@@ -333,10 +333,14 @@ impl Presenter {
         Ok(Presenter { mode, key, node })
     }
 
-    /// The key of an opaque tag without node bits, and the counter value above which its
-    /// values are permuted.
+    /// The key of an opaque tag, and the counter value above which its values are permuted.
     pub fn opaque_key(&self) -> Option<(i64, seqgen_core::opaque::Key)> {
-        self.key.filter(|_| (self.mode >> 8) & 0xff == 0)
+        self.key
+    }
+
+    /// The node bits of a node-interleaved tag (0 for others).
+    pub fn node_bits(&self) -> u32 {
+        ((self.mode >> 8) & 0xff) as u32
     }
 
     #[inline]

@@ -69,7 +69,8 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
           FROM pg_trigger WHERE tgrelid::regclass::text LIKE 'seqgen.%' AND NOT tgisinternal
         UNION ALL
         SELECT 'function ' || p.oid::regprocedure || ' ' || p.provolatile::text || p.proisstrict || p.proparallel::text
-               || ' ' || pg_get_function_result(p.oid) || ' ' || coalesce(p.proacl::text, 'default')
+               || ' (' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
+               || ' ' || coalesce(p.proacl::text, 'default')
                || ' ' || coalesce(obj_description(p.oid, 'pg_proc'), 'no comment')
           FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
           JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
