@@ -1970,13 +1970,27 @@ mod tests {
             .get(0);
         assert_eq!(revealed, 50);
         rr.batch_execute("COMMIT").unwrap();
-        // a column DEFAULT, NULL in and NULL out
+        // the README's example, a column DEFAULT; NULL in and NULL out
+        autonomous("SELECT seqgen_create('coupon'); SELECT seqgen_make_opaque('coupon')");
         Spi::run(
-            "CREATE TABLE coupons (code text COLLATE \"C\" PRIMARY KEY DEFAULT seqgen_next_code('t_codes'), n int); \
-             INSERT INTO coupons (n) SELECT g FROM generate_series(1, 100) g",
+            "SELECT seqgen_next_code('coupon'); SELECT seqgen_next_code('coupon', 6); \
+             CREATE TABLE coupons (code text COLLATE \"C\" PRIMARY KEY DEFAULT seqgen_next_code('coupon'), amount numeric); \
+             INSERT INTO coupons (amount) SELECT g FROM generate_series(1, 100) g",
         )
         .unwrap();
-        assert_eq!(one("SELECT count(*) FROM coupons WHERE seqgen_code_is_valid(code) AND length(code) = 8"), 100);
+        assert_eq!(
+            one("SELECT count(*) FROM coupons WHERE seqgen_code_is_valid(code) AND length(code) = 8 \
+                   AND seqgen_reveal_code('coupon', lower(code)) > 0"),
+            100
+        );
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_code_is_valid('7MQ3D0KH')").unwrap(), Some(true));
+        assert_eq!(Spi::get_one::<bool>("SELECT seqgen_code_is_valid('7MQ3D0KX')").unwrap(), Some(false));
+        // typed input looked up as the README says
+        assert_eq!(
+            one("SELECT count(*) FROM coupons c \
+                   WHERE upper(translate(replace(replace(lower(c.code), '1', 'l'), '0', 'o'), 'ILOilo', '110110')) = c.code"),
+            100
+        );
         assert_eq!(Spi::get_one::<String>("SELECT seqgen_next_code(NULL)").unwrap(), None);
         assert_eq!(Spi::get_one::<bool>("SELECT seqgen_code_is_valid(NULL)").unwrap(), None);
     }
