@@ -10,7 +10,8 @@
 #      upgrades from released versions (cargo test -p seqgen-integration; each built from
 #      history for the major by scripts/old_version.sh, see "Which old releases" below), the
 #      operation fuzzer, and on 15 a Citus cluster (Citus 13.2 built once from
-#      ../shared/citus: scripts/citus.sh); two test files at a time (tests/integration/run.sh).
+#      ../shared/citus: scripts/citus.sh); three test files at a time, two beside Citus
+#      (tests/integration/run.sh).
 #      The extension is installed as shipped (the release profile, with LTO) on the majors
 #      that step 4 packages, and on the others without whole-program LTO (profile itest,
 #      about 50 s less to build: the same code and overflow checks)
@@ -173,7 +174,7 @@ for major in $PG_MAJORS; do
     fi
     export SEQGEN_FUZZ_SEEDS=$(fuzz_seeds_for "$major")
     stage "pg$major: integration and fault suite (build and run, fuzzer seeds $SEQGEN_FUZZ_SEEDS)"
-    # the test files two at a time (tests/integration/run.sh: which files share ports, and why)
+    # the test files three at a time, two beside Citus (tests/integration/run.sh: which files share ports, and why)
     run bash "$ROOT/tests/integration/run.sh" "${skips[@]}"
 
     # the Debian package (15 here, 17 in the root): built, installed with apt, used, removed;

@@ -4,7 +4,7 @@
 # its own tests two at a time as before. Arguments go to every test binary (e.g. --skip NAME).
 #
 # Most of the suite waits on servers (starts, stops, crashes, standbys catching up, timeouts),
-# so two files side by side use the two cores that one leaves idle. Files that use the same
+# so files side by side use the cores that one leaves idle. Files that use the same
 # ports run one after the other, in one job (the groups below): a test's clusters listen on
 # fixed ports, and cluster directories are named per test, unique across the files.
 #
@@ -25,7 +25,7 @@ GROUPS_SHARING_PORTS=(
     "citus order_no operate"  # Citus::start(56300..) beside order_no 56301..; inactive nodes on operate's 56901..
     "databases uuid"          # 56801..56804
 )
-# the longest first, so that the two lanes end together (times on PostgreSQL 15, in seconds):
+# the longest first, so that the lanes end together (times on PostgreSQL 15, in seconds):
 # citus 242 (when SEQGEN_CITUS=1), round2 85, keys 65, fuzz 45 per seed, faults 55, segment 40,
 # hardening 36, hardening3 26; the rest 20 or less
 ORDER=(citus round2 fuzz keys faults segment hardening hardening3 databases snowflake upgrade

@@ -92,9 +92,9 @@ const TABLES: [&str; 6] =
 const MODES: [&str; 3] = ["ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"];
 /// Every SQLSTATE a call may answer with (pg_seqgen's documented ones, and PostgreSQL's for
 /// the fuzzer's own statements); XX000 and lost connections never.
-const DOCUMENTED: [&str; 20] = [
+const DOCUMENTED: [&str; 19] = [
     "55P03", "55000", "58000", "2200H", "42704", "42710", "22023", "22004", "22008", "0A000", "42501", "53400",
-    "23514", "40001", "25001", "25P02", "42P01", "23503", "57014", "22P02",
+    "23514", "40001", "25001", "25P02", "42P01", "23503", "57014",
 ];
 
 /// Where the ledgers of keyed counters start (`KEYED + tag * 3 + key`, beside the tags').
@@ -399,7 +399,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                         1 => Admin::ColumnTag(t),
                         _ => Admin::Status,
                     },
-                    _ => Admin::BadInput(rng.random_range(0..16)),
+                    _ => Admin::BadInput(rng.random_range(0..15)),
                 };
                 // a raise by an hour that commits would rightly refuse calls for an hour: only
                 // shapes that end in a rollback (or a refused PREPARE) for those
@@ -901,8 +901,10 @@ impl Run {
                 Draw::Uuid(_, f) => self.uuids.insert(f.uuid_of(v)?),
                 Draw::Gapless { .. } => true,
                 Draw::Code(t, _, len) => {
-                    if v.len() != *len as usize || !seqgen_core::code::is_valid(v) {
-                        return Err(format!("{v} is not a short code of {len} characters"));
+                    // as issued: upper case, none of I, L, O, U (which input may use), a valid check
+                    let canonical = v.bytes().all(|b| b"0123456789ABCDEFGHJKMNPQRSTVWXYZ".contains(&b));
+                    if v.len() != *len as usize || !canonical || !seqgen_core::code::is_valid(v) {
+                        return Err(format!("{v} is not a short code of {len} characters as issued"));
                     }
                     let key = self.tag_key(db, *t);
                     self.codes.entry(key).or_default().insert(v.clone())
@@ -981,7 +983,6 @@ impl Run {
                 "SELECT seqgen_set_template('c', 'N{seq:3}', NULL)",
                 "SELECT * FROM seqgen_apply(NULL)",
                 "SELECT seqgen_next_code('a', 99)",
-                "SELECT seqgen_reveal_code('a', 'AB')",
             ][*i]
                 .to_string(),
             Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),
@@ -1014,7 +1015,7 @@ impl Run {
                 .iter()
                 .filter_map(|r| {
                     let (name, action) = r.split_once(':')?;
-                    let t = TAGS.iter().position(|n| *n == name)?;
+                    let t = TAGS.iter().position(|n| *n == name).or((name == "cd").then_some(CODES_TAG))?;
                     Some(match action {
                         "created" => Admin::Create(t, 0),
                         "dropped" => Admin::Drop(t),
@@ -1436,7 +1437,9 @@ impl Run {
         let mut outcome: Result<(), String> = Ok(());
         for i in 0..20 {
             let r = if i % 2 == 0 { t } else { u };
-            let top = self.query(2, &format!("SELECT max_id + 1000 FROM seqgen.alloc WHERE biz_tag = '{}'", TAGS[r]));
+            // (through seqgen_status(): its wait for a locked catalog is bounded)
+            let top =
+                self.query(2, &format!("SELECT max_id + 1000 FROM seqgen_status() WHERE biz_tag = '{}'", TAGS[r]));
             let floor = match top {
                 Ok(Ok(rows)) => rows.first().and_then(|v| v.parse::<i64>().ok()),
                 Ok(Err(_)) => None,
@@ -1675,7 +1678,10 @@ fn fuzz_seed(seed: u64, steps: usize, port: u16) {
 /// printed.
 #[test]
 fn operation_fuzzer_fixed_seeds() {
-    let queue = Arc::new(std::sync::Mutex::new(seeds().into_iter()));
+    // each seed once (a seed's cluster is named after it)
+    let mut seen = HashSet::new();
+    let seeds: Vec<u64> = seeds().into_iter().filter(|s| seen.insert(*s)).collect();
+    let queue = Arc::new(std::sync::Mutex::new(seeds.into_iter()));
     let handles: Vec<_> = [57201u16, 57203]
         .into_iter()
         .map(|port| {
