@@ -3,7 +3,7 @@
 # by side in the same run against PostgreSQL's own nextval, gen_random_uuid() and the per-row
 # floor abs(g).
 #
-#   bash bench/run.sh                 # full run (about 5 minutes)
+#   bash bench/run.sh                 # full run (about 20 minutes on 2 cores)
 #   BENCH_SECONDS=5 bash bench/run.sh # shorter pgbench runs
 #   PG_MAJOR=18 bash bench/run.sh     # on PostgreSQL 18 (adds its built-in uuidv7())
 #
