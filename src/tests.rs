@@ -1151,23 +1151,26 @@ mod tests {
         );
     }
 
+    /// The first column of every row of `sql`.
+    fn texts(sql: &str) -> Vec<String> {
+        Spi::connect(|c| c.select(sql, None, &[]).unwrap().map(|r| r.get::<String>(1).unwrap().unwrap()).collect())
+    }
+
+    /// Opaque numbers: all different, all `len` long, and about half of the steps going down.
+    fn assert_unique_unordered(got: &[String], len: usize, down: std::ops::RangeInclusive<usize>) {
+        let uniq: std::collections::HashSet<&String> = got.iter().collect();
+        assert_eq!(uniq.len(), got.len());
+        assert!(got.iter().all(|n| n.len() == len), "{:?}", &got[..3]);
+        let decreasing = got.windows(2).filter(|w| w[1] < w[0]).count();
+        assert!(down.contains(&decreasing), "{decreasing} of {} steps go down", got.len() - 1);
+    }
+
     #[pg_test]
     fn opaque_order_numbers_stay_n_digits_and_unordered() {
         autonomous("SELECT seqgen_create('t_opaque_no', 50)");
         autonomous("SELECT seqgen_set_template('t_opaque_no', 'OP{yyyy}{MM}{dd}{seq:4:opaque}{check}')");
-        let got: Vec<String> = Spi::connect(|c| {
-            c.select("SELECT seqgen_order_no('t_opaque_no') FROM generate_series(1, 300)", None, &[])
-                .unwrap()
-                .map(|r| r.get::<String>(1).unwrap().unwrap())
-                .collect()
-        });
-        let mut uniq = got.clone();
-        uniq.sort();
-        uniq.dedup();
-        assert_eq!(uniq.len(), 300);
-        assert!(got.iter().all(|n| n.len() == 15), "{:?}", &got[..3]);
-        let decreasing = got.windows(2).filter(|w| w[1] < w[0]).count();
-        assert!((100..=200).contains(&decreasing), "{decreasing} of 299 steps go down");
+        let got = texts("SELECT seqgen_order_no('t_opaque_no') FROM generate_series(1, 300)");
+        assert_unique_unordered(&got, 15, 100..=200);
         for (i, n) in got.iter().enumerate() {
             assert_eq!(
                 Spi::get_one_with_args::<bool>("SELECT seqgen_check_digit_valid($1)", &[n.as_str().into()]).unwrap(),
@@ -1183,6 +1186,59 @@ mod tests {
             sqlstate("SELECT seqgen_reveal_order_no('t_opaque_no', 'OP2026')"),
             Some(ERRCODE_INVALID_PARAMETER_VALUE)
         );
+    }
+
+    #[pg_test]
+    fn base32_order_numbers_sort_read_back_and_refuse_a_check_digit() {
+        // the README's example
+        autonomous("SELECT seqgen_create('ticket_no', 50)");
+        autonomous("SELECT seqgen_set_template('ticket_no', 'T{yyyy}{MM}{dd}-{seq:4:b32}', 'Asia/Shanghai')");
+        assert_eq!(
+            text("SELECT seqgen_render('T{yyyy}{MM}{dd}-{seq:4:b32}', 10, '2026-11-22 17:30:00+00', 'Asia/Shanghai')"),
+            "T20261123-000A"
+        );
+        let got = texts("SELECT seqgen_order_no('ticket_no') FROM generate_series(1, 300)");
+        // one session draws in order: each text after the one before, byte by byte
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{:?}", &got[..3]);
+        let today = text("SELECT to_char(now() AT TIME ZONE 'Asia/Shanghai', 'YYYYMMDD')");
+        if got[0].starts_with(&format!("T{today}-")) && got[299].starts_with(&format!("T{today}-")) {
+            assert_eq!(got[0], format!("T{today}-0001"));
+            assert_eq!(got[9], format!("T{today}-000A"));
+            assert_eq!(got[31], format!("T{today}-0010"));
+        }
+        for n in &got {
+            let matches = Spi::get_one_with_args::<bool>(
+                "SELECT $1 ~ '^T[0-9]{8}-[0-9A-HJKMNP-TV-Z]{4}$' COLLATE \"C\"",
+                &[n.as_str().into()],
+            );
+            assert_eq!(matches.unwrap(), Some(true), "{n}");
+        }
+        // the seq of a preview is checked against the base32 capacity
+        assert_eq!(text("SELECT seqgen_render('{seq:4:b32}', 1048575, now())"), "ZZZZ");
+        for bad in
+            ["SELECT seqgen_render('{seq:4:b32}', 1048576, now())", "SELECT seqgen_render('{seq:4:b32}', 0, now())"]
+        {
+            assert_eq!(sqlstate(bad), Some(ERRCODE_INVALID_PARAMETER_VALUE), "{bad}");
+        }
+        // a Luhn digit cannot guard base32; too wide a counter; an unknown option
+        for bad in ["T{seq:4:b32}{check}", "T{seq:13:b32}", "T{seq:4:hex}"] {
+            let sql = format!("SELECT seqgen_set_template('ticket_no', '{bad}')");
+            assert_eq!(sqlstate(&sql), Some(ERRCODE_INVALID_PARAMETER_VALUE), "{bad}");
+        }
+        // the opaque kind: a permutation of the period's 32,767 values, revealed with the key
+        autonomous("SELECT seqgen_create('t_b32_opaque', 50)");
+        autonomous("SELECT seqgen_set_template('t_b32_opaque', 'Q{yyyy}{MM}{dd}{seq:3:b32:opaque}')");
+        let got = texts("SELECT seqgen_order_no('t_b32_opaque') FROM generate_series(1, 200)");
+        assert_unique_unordered(&got, 12, 60..=140);
+        for (i, n) in got.iter().enumerate() {
+            let c = Spi::get_one_with_args::<i64>(
+                "SELECT seqgen_reveal_order_no('t_b32_opaque', $1)",
+                &[n.as_str().into()],
+            )
+            .unwrap()
+            .unwrap();
+            assert_eq!(c, i as i64 + 1, "{n}");
+        }
     }
 
     #[pg_test]

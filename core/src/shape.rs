@@ -27,13 +27,19 @@
 
 use chrono::{Datelike, Timelike};
 
-use crate::template::{local_of_key, Part, Template, Unit};
+use crate::template::{local_of_key, Part, Template, Unit, BASE32};
 
-/// One position of a shape: a fixed character, or a set of digits (bit d set: digit d).
+/// One position of a shape: a fixed character, a set of digits (bit d set: digit d), or any
+/// character of Crockford's base32 (a `{seq:N:b32}` counter: the ten digits and 22 capitals).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cell {
     Char(char),
     Digits(u16),
+    Base32,
+}
+
+fn is_base32(c: char) -> bool {
+    c.is_ascii() && BASE32.contains(&(c as u8))
 }
 
 const ANY: u16 = 0x3ff;
@@ -51,6 +57,9 @@ impl Cell {
                 c.is_ascii_digit() && d & (1 << (c as u32 - '0' as u32)) != 0
             }
             (Cell::Digits(a), Cell::Digits(b)) => a & b != 0,
+            (Cell::Char(c), Cell::Base32) | (Cell::Base32, Cell::Char(c)) => is_base32(c),
+            (Cell::Digits(d), Cell::Base32) | (Cell::Base32, Cell::Digits(d)) => d != 0,
+            (Cell::Base32, Cell::Base32) => true,
         }
     }
 
@@ -58,13 +67,16 @@ impl Cell {
     fn common(self, other: Cell) -> Option<char> {
         match (self, other) {
             (Cell::Char(a), Cell::Char(b)) => (a == b).then_some(a),
-            (Cell::Char(c), d @ Cell::Digits(_)) | (d @ Cell::Digits(_), Cell::Char(c)) => {
-                d.meets(Cell::Char(c)).then_some(c)
-            }
+            (Cell::Char(c), d @ (Cell::Digits(_) | Cell::Base32))
+            | (d @ (Cell::Digits(_) | Cell::Base32), Cell::Char(c)) => d.meets(Cell::Char(c)).then_some(c),
             (Cell::Digits(a), Cell::Digits(b)) => {
                 let both = a & b;
                 (both != 0).then(|| char::from(b'0' + both.trailing_zeros() as u8))
             }
+            (Cell::Digits(d), Cell::Base32) | (Cell::Base32, Cell::Digits(d)) => {
+                Cell::Digits(d).common(Cell::Digits(ANY))
+            }
+            (Cell::Base32, Cell::Base32) => Some('0'),
         }
     }
 }
@@ -119,7 +131,10 @@ pub fn shape(t: &Template, tag: &str, node_digits: u8) -> Shape {
             Part::Day => cells.extend([Cell::Digits(span(0, 3)), Cell::Digits(ANY)]),
             Part::Hour => cells.extend([Cell::Digits(span(0, 2)), Cell::Digits(ANY)]),
             Part::Minute | Part::Second => cells.extend([Cell::Digits(span(0, 5)), Cell::Digits(ANY)]),
-            Part::Seq { width, .. } => cells.extend(std::iter::repeat_n(Cell::Digits(ANY), *width as usize)),
+            Part::Seq { width, base32: false, .. } => {
+                cells.extend(std::iter::repeat_n(Cell::Digits(ANY), *width as usize))
+            }
+            Part::Seq { width, base32: true, .. } => cells.extend(std::iter::repeat_n(Cell::Base32, *width as usize)),
             Part::Check => cells.push(Cell::Digits(ANY)),
         }
     }
@@ -302,16 +317,36 @@ mod tests {
         assert_eq!(a.example(&b).as_deref(), Some("A10"));
     }
 
+    #[test]
+    fn base32_counters_meet_digits_and_their_letters() {
+        // a base32 counter renders digits too (its first 9 values), and capitals but I L O U
+        assert_eq!(verdict("A{seq:4}", "A{seq:4:b32}"), Verdict::Meet);
+        assert_eq!(verdict("A{seq:3:b32}", "AB{seq:2:b32}"), Verdict::Meet);
+        assert_eq!(verdict("A{seq:3:b32}", "AU{seq:2:b32}"), Verdict::Apart);
+        assert_eq!(verdict("A{seq:3:b32}", "Ab{seq:2:b32}"), Verdict::Apart);
+        assert_eq!(verdict("A{seq:3:b32}", "A-{seq:2:b32}"), Verdict::Apart);
+        assert_eq!(verdict("A{seq:3:b32}", "A{seq:4:b32}"), Verdict::Apart);
+        // the date still tells the periods apart
+        assert_eq!(verdict("W{yyyy}{MM}{dd}{seq:3}", "W{yyyy}{MM}{dd}{seq:3:b32}"), Verdict::ApartAfter(Unit::Day));
+        let (a, b) =
+            (shape(&parse("A{seq:2:b32}").unwrap(), "", 0), shape(&parse("{seq:1:b32}Z{node:1}").unwrap(), "", 0));
+        assert_eq!(a.example(&b).as_deref(), Some("AZ0"));
+    }
+
     /// Templates built from a few parts, so that pairs of the same length are common: some of
     /// the date fields, in any order, a literal, the counter, maybe a check digit.
     fn template() -> impl Strategy<Value = String> {
         let dates = proptest::sample::subsequence(vec!["{yy}", "{MM}", "{dd}", "{HH}"], 0..=4).prop_shuffle();
-        let lit = prop_oneof![Just(""), Just("A"), Just("1"), Just("-"), Just("{node:1}"), Just("{node}")];
-        (dates, lit.clone(), 1u8..=2, any::<bool>(), any::<bool>(), lit).prop_map(|(dates, a, w, opaque, check, b)| {
-            let seq = if opaque { format!("{{seq:{w}:opaque}}") } else { format!("{{seq:{w}}}") };
-            let tail = if check { "{check}" } else { "" };
-            format!("{a}{}{seq}{b}{tail}", dates.concat())
-        })
+        let lit = prop_oneof![Just(""), Just("A"), Just("U"), Just("1"), Just("-"), Just("{node:1}"), Just("{node}")];
+        // a base32 counter of one character (31 values), which has no check digit
+        (dates, lit.clone(), 1u8..=2, any::<bool>(), any::<bool>(), lit, any::<bool>()).prop_map(
+            |(dates, a, w, opaque, check, b, b32)| {
+                let (w, options) = if b32 { (1, ":b32") } else { (w, "") };
+                let seq = if opaque { format!("{{seq:{w}{options}:opaque}}") } else { format!("{{seq:{w}{options}}}") };
+                let tail = if check && !b32 { "{check}" } else { "" };
+                format!("{a}{}{seq}{b}{tail}", dates.concat())
+            },
+        )
     }
 
     proptest! {
@@ -329,14 +364,42 @@ mod tests {
             new in template(),
             moments in proptest::collection::vec((1u32..=4, 1u32..=4, 1u32..=4), 1..10),
         ) {
-            let (a, b) = (parse(&old).unwrap(), parse(&new).unwrap());
+            verdict_agrees_with_rendering(&old, &new, &moments)?;
+        }
+
+        /// The same for short templates of base32 counters beside letters and digits.
+        #[test]
+        fn base32_verdicts_agree_with_rendering(old in base32_template(), new in base32_template()) {
+            verdict_agrees_with_rendering(&old, &new, &[(1, 1, 1)])?;
+        }
+    }
+
+    /// A literal, a counter (decimal, or base32 of one or two characters), a literal.
+    fn base32_template() -> impl Strategy<Value = String> {
+        let lit = prop_oneof![Just(""), Just("A"), Just("Z"), Just("U"), Just("1"), Just("-")];
+        let seq = prop_oneof![
+            Just("{seq:1}"),
+            Just("{seq:2}"),
+            Just("{seq:1:b32}"),
+            Just("{seq:2:b32}"),
+            Just("{seq:1:b32:opaque}")
+        ];
+        (lit.clone(), seq, lit).prop_map(|(a, seq, b)| format!("{a}{seq}{b}"))
+    }
+
+    fn verdict_agrees_with_rendering(old: &str, new: &str, moments: &[(u32, u32, u32)]) -> Result<(), TestCaseError> {
+        {
+            let (a, b) = (parse(old).unwrap(), parse(new).unwrap());
             let v = compare(&a, &b, "t");
             let key = Key::from_bytes(&[3u8; 32]).unwrap();
             let texts = |t: &crate::template::Template| -> HashMap<String, Vec<i64>> {
                 let mut out: HashMap<String, Vec<i64>> = HashMap::new();
                 for node in [1, 7, 12].into_iter().filter(|n| t.check_node(*n).is_ok()) {
-                    for (month, day, hour) in &moments {
-                        let at = chrono::NaiveDate::from_ymd_opt(2026, *month, *day).unwrap().and_hms_opt(*hour, 30, 0).unwrap();
+                    for (month, day, hour) in moments {
+                        let at = chrono::NaiveDate::from_ymd_opt(2026, *month, *day)
+                            .unwrap()
+                            .and_hms_opt(*hour, 30, 0)
+                            .unwrap();
                         let period = t.locate(Tz::UTC, at.and_utc().timestamp_millis()).key;
                         for seq in 1..=t.capacity() as u64 {
                             out.entry(t.render_with_key(period, seq, node, "t", Some(key))).or_default().push(period);
@@ -352,14 +415,19 @@ mod tests {
                     match v {
                         Verdict::Apart => prop_assert!(false, "{old} and {new} are apart but both render {text}"),
                         Verdict::ApartAfter(unit) => prop_assert_eq!(
-                            truncate_key(*kb, unit), truncate_key(*ka, unit),
-                            "{} and {} render {} in different periods", old, new, text
+                            truncate_key(*kb, unit),
+                            truncate_key(*ka, unit),
+                            "{} and {} render {} in different periods",
+                            old,
+                            new,
+                            text
                         ),
                         Verdict::Meet => {}
                     }
                 }
             }
         }
+        Ok(())
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! | literal text | itself; `{{` and `}}` are literal braces |
 //! | `{yyyy}` `{yy}` `{MM}` `{dd}` `{HH}` `{mm}` `{ss}` | the period's date and time in the template's time zone |
 //! | `{seq:N}` | the counter, zero-padded to N digits (1..18); exactly one per template |
+//! | `{seq:N:b32}` | the counter in N characters of Crockford base32 (1..12), upper case, zero-padded |
+//! | `{seq:N:opaque}`, `{seq:N:b32:opaque}` | the counter through the tag's keyed permutation of the period's values |
 //! | `{node}`, `{node:N}` | the server's node id (`{node:N}` zero-padded to N digits) |
 //! | `{tag}` | the tag's name |
 //! | `{key}` | the key of `seqgen_order_no(biz_tag, key)` (at most once; its counter is the key's own) |
@@ -29,6 +31,10 @@ use crate::opaque::{Domain, Key};
 
 pub const MAX_TEMPLATE_CHARS: usize = 200;
 pub const MAX_SEQ_WIDTH: u8 = 18;
+/// `{seq:N:b32}`: 32^12 - 1 is the largest such capacity that fits a bigint.
+pub const MAX_B32_WIDTH: u8 = 12;
+/// Crockford's base32 alphabet in ASCII order (no I, L, O, U), as `{seq:N:b32}` renders it.
+pub const BASE32: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 pub const MAX_NODE_WIDTH: u8 = 10;
 
 /// The unit of a period, coarsest first.
@@ -74,10 +80,12 @@ pub enum Part {
     Hour,
     Minute,
     Second,
-    /// The counter; `opaque`: a keyed permutation of the period's N-digit values.
+    /// The counter; `opaque`: a keyed permutation of the period's N-character values;
+    /// `base32`: in Crockford base32 (`{seq:N:b32}`) instead of decimal digits.
     Seq {
         width: u8,
         opaque: bool,
+        base32: bool,
     },
     Node {
         width: Option<u8>,
@@ -107,6 +115,7 @@ impl Part {
 pub struct Template {
     parts: Vec<Part>,
     seq_width: u8,
+    seq_base32: bool,
     unit: Option<Unit>,
 }
 
@@ -122,7 +131,7 @@ fn err<T>(pos: usize, problem: impl Into<String>) -> Result<T, TemplateError> {
     Err(TemplateError { pos, problem: problem.into() })
 }
 
-const KNOWN: &str = "yyyy yy MM dd HH mm ss seq:N seq:N:opaque node node:N tag key check";
+const KNOWN: &str = "yyyy yy MM dd HH mm ss seq:N seq:N:opaque seq:N:b32 seq:N:b32:opaque node node:N tag key check";
 
 /// Parse a template. Never panics, whatever the input.
 pub fn parse(text: &str) -> Result<Template, TemplateError> {
@@ -132,7 +141,7 @@ pub fn parse(text: &str) -> Result<Template, TemplateError> {
     }
     let mut parts: Vec<Part> = vec![];
     let mut literal = String::new();
-    let mut seq: Option<(usize, u8)> = None;
+    let mut seq: Option<(usize, u8, bool)> = None;
     let mut check_at: Option<usize> = None;
     let mut key_at: Option<usize> = None;
     let mut i = 0;
@@ -157,11 +166,11 @@ pub fn parse(text: &str) -> Result<Template, TemplateError> {
                     return err(pos, "unclosed '{' (write '{{' for a literal brace)");
                 }
                 let part = field(&inner, pos)?;
-                if let Part::Seq { width, .. } = part {
+                if let Part::Seq { width, base32, .. } = part {
                     if seq.is_some() {
                         return err(pos, "a second {seq}: a template has exactly one counter");
                     }
-                    seq = Some((pos, width));
+                    seq = Some((pos, width, base32));
                 }
                 if part == Part::Key {
                     if key_at.is_some() {
@@ -197,9 +206,13 @@ pub fn parse(text: &str) -> Result<Template, TemplateError> {
     if !literal.is_empty() {
         parts.push(Part::Literal(literal));
     }
-    let Some((_, seq_width)) = seq else {
+    let Some((seq_at, seq_width, seq_base32)) = seq else {
         return err(chars.len() + 1, "no {seq:N}: a template needs exactly one counter, e.g. {seq:6}");
     };
+    if let (Some(cpos), true) = (check_at, seq_base32) {
+        // Luhn sums decimal digits: the letters of a base32 counter would go unguarded
+        return err(cpos, format!("{{check}} is a Luhn digit over decimal digits and cannot guard the base32 counter at position {seq_at}"));
+    }
     if let Some(kpos) = key_at {
         // a key has any length: every other field must have a fixed one, so that the length
         // of a number tells where its key ends (numbers of two keys never meet)
@@ -211,13 +224,14 @@ pub fn parse(text: &str) -> Result<Template, TemplateError> {
         }
     }
     let unit = parts.iter().filter_map(Part::unit).max();
-    Ok(Template { parts, seq_width, unit })
+    Ok(Template { parts, seq_width, seq_base32, unit })
 }
 
-fn width(arg: &str, pos: usize, name: &str, max: u8) -> Result<u8, TemplateError> {
+/// The width N of `field` (`{seq:N}`, as messages show it).
+fn width(arg: &str, pos: usize, field: &str, max: u8) -> Result<u8, TemplateError> {
     match arg.parse::<u8>() {
         Ok(w) if (1..=max).contains(&w) => Ok(w),
-        _ => err(pos, format!("the width of {{{name}:N}} must be a number from 1 to {max}, got '{arg}'")),
+        _ => err(pos, format!("the width of {field} must be a number from 1 to {max}, got '{arg}'")),
     }
 }
 
@@ -227,14 +241,27 @@ fn field(inner: &str, pos: usize) -> Result<Part, TemplateError> {
         None => (inner, None),
     };
     let part = match (name, arg) {
-        ("seq", Some(a)) => match a.split_once(':') {
-            Some((w, "opaque")) => Part::Seq { width: width(w, pos, "seq", MAX_SEQ_WIDTH)?, opaque: true },
-            Some((_, other)) => return err(pos, format!("unknown {{seq}} option '{other}' (the only one is opaque)")),
-            None => Part::Seq { width: width(a, pos, "seq", MAX_SEQ_WIDTH)?, opaque: false },
-        },
+        ("seq", Some(a)) => {
+            let (w, options) = a.split_once(':').unwrap_or((a, ""));
+            let (mut opaque, mut base32) = (false, false);
+            for option in options.split(':').take_while(|_| !options.is_empty()) {
+                let seen = match option {
+                    "opaque" => std::mem::replace(&mut opaque, true),
+                    "b32" => std::mem::replace(&mut base32, true),
+                    other => {
+                        return err(pos, format!("unknown {{seq}} option '{other}' (the options are opaque and b32)"))
+                    }
+                };
+                if seen {
+                    return err(pos, format!("{{seq}} option '{option}' given twice"));
+                }
+            }
+            let (field, max) = if base32 { ("{seq:N:b32}", MAX_B32_WIDTH) } else { ("{seq:N}", MAX_SEQ_WIDTH) };
+            Part::Seq { width: width(w, pos, field, max)?, opaque, base32 }
+        }
         ("seq", None) => return err(pos, "{seq} needs a width, e.g. {seq:6}"),
         ("node", None) => Part::Node { width: None },
-        ("node", Some(a)) => Part::Node { width: Some(width(a, pos, "node", MAX_NODE_WIDTH)?) },
+        ("node", Some(a)) => Part::Node { width: Some(width(a, pos, "{node:N}", MAX_NODE_WIDTH)?) },
         ("yyyy", None) => Part::Year4,
         ("yy", None) => Part::Year2,
         ("MM", None) => Part::Month,
@@ -323,9 +350,34 @@ impl Template {
         self.seq_width
     }
 
-    /// The largest counter value a period can hold (10^N - 1).
+    /// Is the counter written in base32 (`{seq:N:b32}`)?
+    pub fn seq_base32(&self) -> bool {
+        self.seq_base32
+    }
+
+    /// The counter's field as written (`{seq:6}`, `{seq:4:b32}`), for messages.
+    pub fn seq_field(&self) -> String {
+        let b32 = if self.seq_base32 { ":b32" } else { "" };
+        let opaque = if self.is_opaque() { ":opaque" } else { "" };
+        format!("{{seq:{}{b32}{opaque}}}", self.seq_width)
+    }
+
+    /// The largest counter value a period can hold (10^N - 1, or 32^N - 1 in base32).
     pub fn capacity(&self) -> i64 {
-        10i64.pow(self.seq_width as u32) - 1
+        self.radix().pow(self.seq_width as u32) as i64 - 1
+    }
+
+    fn radix(&self) -> u64 {
+        if self.seq_base32 {
+            32
+        } else {
+            10
+        }
+    }
+
+    /// The counter values of a period, for `{seq:N:opaque}`: 1 to the capacity.
+    fn seq_domain(&self) -> Option<Domain> {
+        Domain::new(1, self.capacity() as u64)
     }
 
     /// The period unit: the finest date field; `None` for a template without date fields.
@@ -454,10 +506,10 @@ impl Template {
             pieces.push(Piece::Text(text));
         }
         let permute = match (self.is_opaque(), opaque_key) {
-            (true, Some(k)) => Domain::digits(self.seq_width as u32).map(|d| (d, k)),
+            (true, Some(k)) => self.seq_domain().map(|d| (d, k)),
             _ => None,
         };
-        Prepared::new(pieces, self.seq_width as usize, key, permute)
+        Prepared::new(pieces, self.seq_width as usize, self.seq_base32, key, permute)
     }
 
     /// Render one number (the slow, self-contained way; [`Prepared`] is the fast one).
@@ -505,12 +557,9 @@ impl Template {
                 Part::Hour => h = Some(take(&mut rest, 2)?),
                 Part::Minute => mi = Some(take(&mut rest, 2)?),
                 Part::Second => s = Some(take(&mut rest, 2)?),
-                Part::Seq { width, .. } => {
+                Part::Seq { width, base32, .. } => {
                     let head = rest.get(..*width as usize)?;
-                    if !head.bytes().all(|b| b.is_ascii_digit()) {
-                        return None;
-                    }
-                    seq = Some(head.parse::<u64>().ok()?);
+                    seq = Some(if *base32 { base32_value(head)? } else { decimal_value(head)? });
                     rest = &rest[*width as usize..];
                 }
                 Part::Node { width } => {
@@ -553,7 +602,7 @@ impl Template {
         if !self.is_opaque() {
             return Some((period, shown));
         }
-        let d = Domain::digits(self.seq_width as u32)?;
+        let d = self.seq_domain()?;
         if !d.contains(shown) {
             return None;
         }
@@ -572,7 +621,8 @@ impl Template {
                 Part::Day => re.push_str("(0[1-9]|[12][0-9]|3[01])"),
                 Part::Hour => re.push_str("([01][0-9]|2[0-3])"),
                 Part::Minute | Part::Second => re.push_str("[0-5][0-9]"),
-                Part::Seq { width, .. } => write!(re, "[0-9]{{{width}}}").unwrap(),
+                Part::Seq { width, base32: false, .. } => write!(re, "[0-9]{{{width}}}").unwrap(),
+                Part::Seq { width, base32: true, .. } => write!(re, "[0-9A-HJKMNP-TV-Z]{{{width}}}").unwrap(),
                 Part::Node { width: None } => re.push_str("[0-9]+"),
                 Part::Node { width: Some(w) } => write!(re, "[0-9]{{{w}}}").unwrap(),
                 Part::Tag => re.push_str(&tag.map(escape).unwrap_or_else(|| ".+".into())),
@@ -583,6 +633,22 @@ impl Template {
         re.push('$');
         re
     }
+}
+
+/// The value of a counter's decimal digits (all digits, or `None`).
+fn decimal_value(head: &str) -> Option<u64> {
+    if !head.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    head.parse::<u64>().ok()
+}
+
+/// The value of a counter's base32 characters, as rendered (upper case, or `None`).
+fn base32_value(head: &str) -> Option<u64> {
+    head.bytes().try_fold(0u64, |v, b| {
+        let d = BASE32.iter().position(|&c| c == b)?;
+        Some(v.checked_mul(32)? + d as u64)
+    })
 }
 
 fn escape(s: &str) -> String {
@@ -608,6 +674,8 @@ pub enum Piece {
 pub struct Prepared {
     pieces: Vec<Piece>,
     seq_width: usize,
+    /// `{seq:N:b32}`: the counter in base32 (a template with it has no check digit).
+    seq_base32: bool,
     pub key: i64,
     /// Luhn: every digit position is fixed within a period, so the static digits' share of
     /// the sum is computed once; per number only the counter's digits are added. `seq_odd`:
@@ -640,7 +708,13 @@ fn luhn_term(d: u32, doubled: bool) -> u32 {
 }
 
 impl Prepared {
-    fn new(pieces: Vec<Piece>, seq_width: usize, key: i64, permute: Option<(Domain, Key)>) -> Prepared {
+    fn new(
+        pieces: Vec<Piece>,
+        seq_width: usize,
+        seq_base32: bool,
+        key: i64,
+        permute: Option<(Domain, Key)>,
+    ) -> Prepared {
         let check_at = pieces.iter().position(|p| *p == Piece::Check);
         let check = check_at.map(|c| {
             // digits before the check digit, with their distance from it (1 = next to it)
@@ -666,7 +740,7 @@ impl Prepared {
             }
             LuhnPlan { static_sum, seq_in_sum, seq_odd }
         });
-        Prepared { pieces, seq_width, key, check, permute }
+        Prepared { pieces, seq_width, seq_base32, key, check, permute }
     }
 
     /// Append the number with counter `seq` to `out`.
@@ -678,7 +752,12 @@ impl Prepared {
             _ => seq,
         };
         let mut seq_sum = 0;
-        if let Some(plan) = self.check {
+        if self.seq_base32 {
+            for d in digits[..self.seq_width].iter_mut().rev() {
+                *d = BASE32[(v & 31) as usize];
+                v >>= 5;
+            }
+        } else if let Some(plan) = self.check {
             let mut doubled = plan.seq_odd;
             for d in digits[..self.seq_width].iter_mut().rev() {
                 let x = (v % 10) as u32;
@@ -887,6 +966,77 @@ mod tests {
     }
 
     #[test]
+    fn base32_counters_parse_render_sort_and_read_back() {
+        let t = parse("W{yyyy}{MM}{dd}-{seq:4:b32}").unwrap();
+        assert!(t.seq_base32() && !t.is_opaque());
+        assert_eq!(t.capacity(), 32i64.pow(4) - 1);
+        assert_eq!(t.seq_field(), "{seq:4:b32}");
+        assert_eq!(t.pattern(None), "^W[0-9]{4}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])\\-[0-9A-HJKMNP-TV-Z]{4}$");
+        let s = t.locate(Tz::UTC, utc("2026-11-22T10:00:00Z"));
+        assert_eq!(t.render(s.key, 1, 0, ""), "W20261122-0001");
+        assert_eq!(t.render(s.key, 31, 0, ""), "W20261122-000Z");
+        assert_eq!(t.render(s.key, 32, 0, ""), "W20261122-0010");
+        assert_eq!(t.render(s.key, 32 * 32 * 32 * 10 + 18, 0, ""), "W20261122-A00J");
+        assert_eq!(t.render(s.key, t.capacity() as u64, 0, ""), "W20261122-ZZZZ");
+        // every value of the period: one text each, in the counter's order, read back
+        let mut prev = String::new();
+        for seq in 1..=t.capacity() as u64 {
+            let n = t.render(s.key, seq, 0, "");
+            assert!(n > prev, "{n} after {prev}");
+            assert_eq!(t.parse_number(&n, 0, ""), Some((s.key, seq)));
+            prev = n;
+        }
+        // only the text as rendered is read back: upper case, no I, L, O, U
+        for bad in ["W20261122-000z", "W20261122-000I", "W20261122-000U", "W20261122-00 1", "W20261122-001"] {
+            assert_eq!(t.parse_number(bad, 0, ""), None, "{bad}");
+        }
+        // the widest: 12 characters, 2^60 - 1 values
+        let wide = parse("{seq:12:b32}").unwrap();
+        assert_eq!(wide.capacity(), (1i64 << 60) - 1);
+        assert_eq!(wide.render(0, wide.capacity() as u64, 0, ""), "ZZZZZZZZZZZZ");
+        assert_eq!(wide.parse_number("ZZZZZZZZZZZZ", 0, ""), Some((0, wide.capacity() as u64)));
+    }
+
+    #[test]
+    fn base32_opaque_counters_are_a_permutation_and_revealable() {
+        for text in ["Q{seq:2:b32:opaque}", "Q{seq:2:opaque:b32}"] {
+            let t = parse(text).unwrap();
+            assert!(t.is_opaque() && t.seq_base32());
+            assert_eq!(t.seq_field(), "{seq:2:b32:opaque}");
+            let k = Key::from_bytes(&[9u8; 32]).unwrap();
+            let mut seen = std::collections::HashSet::new();
+            let mut decreasing = 0;
+            let mut prev = String::new();
+            for seq in 1..=1023u64 {
+                let n = t.render_with_key(0, seq, 0, "", Some(k));
+                assert_eq!(n.len(), 3);
+                assert!(seen.insert(n.clone()), "{n} twice");
+                assert_ne!(n, "Q00", "the permutation stays within 1..=capacity");
+                decreasing += (n < prev) as u32;
+                assert_eq!(t.reveal(&n, 0, "", Some(k)), Some((0, seq)));
+                prev = n;
+            }
+            assert!((400..=620).contains(&decreasing), "{decreasing} of 1,022 steps go down");
+        }
+    }
+
+    #[test]
+    fn base32_counter_options_are_checked() {
+        let e = |s: &str| parse(s).unwrap_err().to_string();
+        assert!(e("{seq:13:b32}").contains("width of {seq:N:b32} must be a number from 1 to 12"));
+        assert!(e("{seq:0:b32}").contains("from 1 to 12"));
+        assert!(e("{seq:4:b32:b32}").contains("option 'b32' given twice"));
+        assert!(e("{seq:4:opaque:opaque}").contains("option 'opaque' given twice"));
+        assert!(e("{seq:4:hex}").contains("unknown {seq} option 'hex' (the options are opaque and b32)"));
+        assert!(e("{seq:4:b32:}").contains("unknown {seq} option ''"));
+        assert!(e("{seq:4:B32}").contains("unknown {seq} option 'B32'"));
+        let check = parse("N{seq:4:b32}{check}").unwrap_err();
+        assert_eq!(check.pos, 13);
+        assert!(check.problem.contains("cannot guard the base32 counter at position 2"), "{}", check.problem);
+        assert!(parse("{seq:18}").is_ok() && parse("{seq:12:b32}").is_ok());
+    }
+
+    #[test]
     fn parse_number_takes_plain_numbers_apart() {
         let t = parse("{tag}-{node:3}-{yy}{MM}{dd}{HH}-{seq:5}{check}").unwrap();
         let s = t.locate(Tz::UTC, utc("2026-01-02T03:04:05Z"));
@@ -1086,18 +1236,22 @@ mod tests {
 
     /// Valid templates: parts before and after one {seq:N}, optionally a {check} at the end.
     fn template_strategy() -> impl Strategy<Value = String> {
+        let seq = prop_oneof![
+            (1u8..=18).prop_map(|w| (format!("{{seq:{w}}}"), false)),
+            (1u8..=MAX_B32_WIDTH).prop_map(|w| (format!("{{seq:{w}:b32}}"), true)),
+        ];
         (
             proptest::collection::vec(part_strategy(), 0..5),
-            1u8..=18,
+            seq,
             proptest::collection::vec(part_strategy(), 0..3),
             any::<bool>(),
             "[A-Za-z -]{0,3}",
         )
-            .prop_map(|(before, w, after, check, tail)| {
+            .prop_map(|(before, (seq, b32), after, check, tail)| {
                 let mut s = before.concat();
-                s.push_str(&format!("{{seq:{w}}}"));
+                s.push_str(&seq);
                 s.push_str(&after.concat());
-                if check {
+                if check && !b32 {
                     s.push_str("{check}");
                     s.push_str(&tail);
                 }

@@ -562,9 +562,9 @@ fn render_preview(text: &str, seq: i64, at: TimestampWithTimeZone, zone: &str, t
     }
     if seq < 1 || seq > t.capacity() {
         return Err(SeqgenError::InvalidArgument(format!(
-            "seq must be between 1 and {} for {{seq:{}}}, got {seq}",
+            "seq must be between 1 and {} for {}, got {seq}",
             t.capacity(),
-            t.seq_width()
+            t.seq_field()
         )));
     }
     t.check_node(setting_node_id()).map_err(SeqgenError::InvalidArgument)?;

@@ -71,11 +71,13 @@ fn tag_name(t: usize) -> &'static str {
 }
 /// Templates that can meet each other (same prefix and length, or the same digits in another
 /// order), or not.
-const TEMPLATES: [&str; 10] = [
+const TEMPLATES: [&str; 12] = [
     "F{yyyy}{MM}{dd}{seq:3}",
     "F{yyyy}{MM}{dd}{seq:3:opaque}",
     "F{yyyy}{MM}{dd}{seq:2}{check}",
     "F{yyyy}{MM}{dd}{HH}{seq:1}",
+    // a base32 counter of the same shape as the four above (and one at the end that meets G{seq:4})
+    "F{yyyy}{MM}{dd}{seq:3:b32}",
     "F{yyyy}{dd}{MM}{seq:3}",
     "G{seq:4}",
     "G{seq:4:opaque}",
@@ -83,7 +85,12 @@ const TEMPLATES: [&str; 10] = [
     // counters per key: seqgen_order_no(tag, key)
     "F{key}-{yyyy}{MM}{dd}{seq:2}",
     "{key}/{seq:3}",
+    "G{seq:4:b32:opaque}",
 ];
+/// The first template of counters per key.
+const KEYED_TEMPLATE: usize = 9;
+/// The base32 counter of the first family.
+const BASE32_TEMPLATE: usize = 4;
 const ZONES: [&str; 5] = ["UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago", "America/New_York", "Asia/Shanghai"];
 /// Tables the lock faults lock: the catalog's, and `fz_cols`, whose DEFAULTs draw from every
 /// tag (the error for a dropped tag names its column without waiting for a lock on it).
@@ -376,9 +383,9 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     7 => Admin::Restart(t, 9_000_000_000_000_000_000, true),
                     8 => Admin::RestartUndo(t),
                     9..=13 => {
-                        // mostly the family of the first four (same length and date), in UTC
+                        // mostly the family of the first five (same length and date), in UTC
                         let i = if rng.random_bool(0.7) {
-                            rng.random_range(0..4)
+                            rng.random_range(0..5)
                         } else {
                             rng.random_range(0..TEMPLATES.len())
                         };
@@ -565,9 +572,14 @@ impl Run {
             .unwrap();
             for (i, t) in TAGS.iter().enumerate() {
                 cl.batch_execute(&format!("SELECT seqgen_create('{t}', 10)")).unwrap();
-                // a and c start with templates: a's plain, c's per key
+                // a and c start with templates: a's plain (a base32 counter in the second
+                // database), c's per key
                 if i % 2 == 0 {
-                    let tpl = if i == 2 { TEMPLATES[8] } else { TEMPLATES[0] };
+                    let tpl = match (i, db) {
+                        (2, _) => TEMPLATES[KEYED_TEMPLATE],
+                        (_, "fz2") => TEMPLATES[BASE32_TEMPLATE],
+                        _ => TEMPLATES[0],
+                    };
                     cl.batch_execute(&format!("SELECT seqgen_set_template('{t}', '{tpl}')")).unwrap();
                 }
             }
@@ -1626,6 +1638,10 @@ fn fuzz_seed(seed: u64, steps: usize, port: u16) {
     let minutes = started.elapsed().as_secs_f64() / 60.0;
     let total_ids: usize = run.ids.values().map(HashSet::len).sum();
     let total_texts: usize = run.texts.values().map(HashSet::len).sum();
+    // a capital after the template's first letter is a base32 counter's (dates, keys and the
+    // other literals have none; its first nine values are digits and not counted)
+    let base32_texts =
+        run.texts.values().flatten().filter(|t| t.bytes().skip(1).any(|b| b.is_ascii_uppercase())).count();
     // how the steps ended, to see what the seed exercised
     let mut ends: std::collections::BTreeMap<String, usize> = Default::default();
     for line in &run.log {
@@ -1651,7 +1667,7 @@ fn fuzz_seed(seed: u64, steps: usize, port: u16) {
     println!("fuzz seed {seed}: steps by outcome {ends:?}");
     println!(
         "fuzz seed {seed}: {} steps in {:.1} min ({:.0} steps per minute), {} calls, longest {} ms; \
-         {total_ids} segment values, {total_texts} order numbers, {} snowflakes, {} UUIDv7s, 0 issued twice so far",
+         {total_ids} segment values, {total_texts} order numbers ({base32_texts} with a base32 counter), {} snowflakes, {} UUIDv7s, 0 issued twice so far",
         run.log.len(),
         minutes,
         run.log.len() as f64 / minutes,
