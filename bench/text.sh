@@ -71,7 +71,7 @@ rows_shown = [
     ("seqgen_next_code('q')", "seqgen_next('q')"),
     ("seqgen_order_no('o10')", "abs(g)"), ("seqgen_order_no('o32')", "seqgen_order_no('o10')"),
 ]
-print(f"`bash bench/text.sh` on PostgreSQL {major} ({day}), single session, {rows:,} rows, median of 5; "
+print(f"`bash bench/text.sh` on PostgreSQL {major} ({day}), single session, {rows:,} rows (`pg_sqids` {rows // 100:,}), median of 5; "
       f"the floor `abs(g)` {floor:.0f} ns. `o10`: `SN{{yyyy}}{{MM}}{{dd}}{{seq:8}}`, `o32`: `SN{{yyyy}}{{MM}}{{dd}}{{seq:6:b32}}`.\n")
 print("| f | ns per row | ratio to `abs(g)` | what it encodes | ratio to that |")
 print("| --- | ---: | ---: | --- | ---: |")
