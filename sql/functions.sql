@@ -1,8 +1,8 @@
 -- Nothing that draws IDs or changes the catalog is callable by PUBLIC: grant what each role
 -- needs, e.g. for an application role that only draws IDs:
 --   GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer) TO app;
-REVOKE ALL ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_next(pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_key_status(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
@@ -63,8 +63,8 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal_code(pg_catalog.text, pg_catalo
 -- test compares every function's description after an update with a fresh install's). Internal
 -- functions say so.
 -- <comments>
-COMMENT ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text) IS 'Create a segment tag, owned by the calling role: its IDs start at start_with and are reserved step at a time';
-COMMENT ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text) IS 'Drop a tag; its cached segments are discarded when the drop commits';
+COMMENT ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) IS 'Create a segment tag, owned by the calling role: its IDs start at start_with and are reserved step at a time (if_not_exists: an existing tag is left as it is)';
+COMMENT ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool) IS 'Drop a tag; its cached segments are discarded when the drop commits (missing_ok: no error for an unknown tag)';
 COMMENT ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, pg_catalog.text) IS 'Change a tag''s step or description (NULL keeps it)';
 COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text) IS 'Next ID of a tag (a column DEFAULT): never repeated, no lock and no table access in steady state';
 COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) IS 'Next ID of a tag''s counter for one key (a tenant, a project), counted from the tag''s start';

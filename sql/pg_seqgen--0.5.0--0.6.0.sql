@@ -729,7 +729,6 @@ $$;
 -- argument, where these STRICT functions did nothing and said nothing. Draws stay STRICT, like
 -- nextval.
 ALTER FUNCTION @extschema@.seqgen_apply(pg_catalog.jsonb, pg_catalog.bool) CALLED ON NULL INPUT;
-ALTER FUNCTION @extschema@.seqgen_drop(pg_catalog.text) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_grant(pg_catalog.text, pg_catalog.text) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_revoke(pg_catalog.text, pg_catalog.text) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_make_opaque(pg_catalog.text) CALLED ON NULL INPUT;
@@ -954,14 +953,64 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_code_is_valid_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.seqgen_next_code(pg_catalog.text, pg_catalog.int4) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal_code(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+-- seqgen_create(..., if_not_exists) and seqgen_drop(..., missing_ok), as CREATE SEQUENCE IF NOT
+-- EXISTS and DROP SEQUENCE IF EXISTS (issue 31): a parameter with a DEFAULT, not an overload, so
+-- the functions take new signatures. Each new one gets the old one's grants (an application's
+-- GRANT EXECUTE survives the update), then the old one goes. (A stored object that calls the
+-- old one by its OID, a SQL function with a BEGIN ATOMIC body, makes the update fail and
+-- change nothing: recreate that object after the update.)
+CREATE FUNCTION @extschema@."seqgen_create"(
+	"biz_tag" TEXT,
+	"step" INT DEFAULT 1000,
+	"start_with" bigint DEFAULT 1,
+	"description" TEXT DEFAULT NULL,
+	"if_not_exists" bool DEFAULT false
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_create_wrapper';
+CREATE FUNCTION @extschema@."seqgen_drop"(
+	"biz_tag" TEXT,
+	"missing_ok" bool DEFAULT false
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_drop_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+DO $$
+DECLARE
+    f record;
+    g record;
+BEGIN
+    FOR f IN SELECT * FROM (VALUES
+        ('@extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool)'::pg_catalog.regprocedure),
+        ('@extschema@.seqgen_drop(pg_catalog.text)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool)'::pg_catalog.regprocedure)) AS v(old, new)
+    LOOP
+        FOR g IN SELECT a.grantee, a.is_grantable
+                   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+                  WHERE p.oid OPERATOR(pg_catalog.=) f.old AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                    AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+        LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', f.new,
+                CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
+                CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END LOOP;
+END
+$$;
+DROP FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text);
+DROP FUNCTION @extschema@.seqgen_drop(pg_catalog.text);
 
 -- What each function is: its COMMENT (\df+ shows it), the one place the descriptions are kept.
 -- The update script from 0.5.0 carries the same block (a test compares them, and the upgrade
 -- test compares every function's description after an update with a fresh install's). Internal
 -- functions say so.
 -- <comments>
-COMMENT ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text) IS 'Create a segment tag, owned by the calling role: its IDs start at start_with and are reserved step at a time';
-COMMENT ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text) IS 'Drop a tag; its cached segments are discarded when the drop commits';
+COMMENT ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) IS 'Create a segment tag, owned by the calling role: its IDs start at start_with and are reserved step at a time (if_not_exists: an existing tag is left as it is)';
+COMMENT ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool) IS 'Drop a tag; its cached segments are discarded when the drop commits (missing_ok: no error for an unknown tag)';
 COMMENT ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, pg_catalog.text) IS 'Change a tag''s step or description (NULL keeps it)';
 COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text) IS 'Next ID of a tag (a column DEFAULT): never repeated, no lock and no table access in steady state';
 COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) IS 'Next ID of a tag''s counter for one key (a tenant, a project), counted from the tag''s start';

@@ -409,9 +409,38 @@ mod tests {
     }
 
     #[pg_test]
-    fn duplicate_create() {
+    fn duplicate_create_and_missing_drop() {
         autonomous("SELECT seqgen_create('t_dup', 7)");
         refused("SELECT seqgen_create('t_dup', 100)", ERRCODE_DUPLICATE_OBJECT);
+        assert_eq!(one("SELECT step FROM seqgen.alloc WHERE biz_tag = 't_dup'"), 7);
+        // if_not_exists leaves the tag as it is; missing_ok drops nothing, without an error
+        let before = catalog("");
+        Spi::run("SELECT seqgen_create('t_dup', 100, 5, 'other', if_not_exists => true)").unwrap();
+        Spi::run("SELECT seqgen_drop('t_dup_nope', missing_ok => true)").unwrap();
+        assert_eq!(catalog(""), before);
+        refused("SELECT seqgen_drop('t_dup_nope')", ERRCODE_UNDEFINED_OBJECT);
+        // the README's example: created, skipped, dropped, skipped
+        Spi::run("SELECT seqgen_create('t_ine', step => 1000, if_not_exists => true)").unwrap();
+        assert_eq!(one("SELECT step FROM seqgen.alloc WHERE biz_tag = 't_ine'"), 1000);
+        Spi::run("SELECT seqgen_create('t_ine', step => 10, if_not_exists => true)").unwrap();
+        assert_eq!(one("SELECT step FROM seqgen.alloc WHERE biz_tag = 't_ine'"), 1000);
+        Spi::run("SELECT seqgen_drop('t_ine', missing_ok => true)").unwrap();
+        assert_eq!(one("SELECT count(*) FROM seqgen.alloc WHERE biz_tag = 't_ine'"), 0);
+        Spi::run("SELECT seqgen_drop('t_ine', missing_ok => true)").unwrap();
+        // NULL is refused, and only a duplicate or an unknown tag is skipped
+        refused("SELECT seqgen_create('t_dup', 7, 1, NULL, NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
+        refused("SELECT seqgen_drop('t_dup', NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
+        refused("SELECT seqgen_create('', if_not_exists => true)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_create('t_dup_bad', 0, if_not_exists => true)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_drop('', missing_ok => true)", ERRCODE_INVALID_PARAMETER_VALUE);
+        // a tag of another owner is not dropped, missing_ok or not
+        autonomous(
+            "DO $$ BEGIN CREATE ROLE seqgen_ine_role NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
+             GRANT EXECUTE ON FUNCTION seqgen_drop(text, boolean) TO seqgen_ine_role",
+        );
+        Spi::run("SET LOCAL ROLE seqgen_ine_role").unwrap();
+        assert_eq!(sqlstate("SELECT seqgen_drop('t_dup', missing_ok => true)"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
+        Spi::run("RESET ROLE").unwrap();
         assert_eq!(one("SELECT step FROM seqgen.alloc WHERE biz_tag = 't_dup'"), 7);
     }
 
@@ -1553,7 +1582,7 @@ mod tests {
             "DO $$ BEGIN CREATE ROLE st_owner NOLOGIN; CREATE ROLE st_drawer NOLOGIN; \
              CREATE ROLE st_watch NOLOGIN IN ROLE pg_monitor; CREATE ROLE st_none NOLOGIN; \
              EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
-             GRANT EXECUTE ON FUNCTION seqgen_status(), seqgen_create(text, integer, bigint, text) \
+             GRANT EXECUTE ON FUNCTION seqgen_status(), seqgen_create(text, integer, bigint, text, boolean) \
              TO st_owner, st_drawer, st_watch, st_none; \
              SET ROLE st_owner; SELECT seqgen_create('st_mine'); RESET ROLE; \
              SELECT seqgen_create('st_granted'); SELECT seqgen_grant('st_granted', 'st_drawer'); \
@@ -1604,8 +1633,8 @@ mod tests {
         autonomous(
             "DO $$ BEGIN CREATE ROLE seqgen_team_a NOLOGIN; CREATE ROLE seqgen_team_b NOLOGIN; \
              EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
-             GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text), seqgen_next(text), \
-             seqgen_alter(text, integer, text), seqgen_drop(text), seqgen_grant(text, text), seqgen_revoke(text, text) \
+             GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text, boolean), seqgen_next(text), \
+             seqgen_alter(text, integer, text), seqgen_drop(text, boolean), seqgen_grant(text, text), seqgen_revoke(text, text) \
              TO seqgen_team_a, seqgen_team_b; \
              SET ROLE seqgen_team_a; SELECT seqgen_create('t_team_a', 10); RESET ROLE",
         );

@@ -52,8 +52,14 @@ fn seqgen_create(
     step: default!(Option<i32>, 1000),
     start_with: default!(Option<i64>, 1),
     description: default!(Option<&str>, "NULL"),
+    if_not_exists: default!(Option<bool>, false),
 ) {
-    create(biz_tag, step, start_with, description).or_raise()
+    let skip = required(if_not_exists, "if_not_exists");
+    match create(biz_tag, step, start_with, description) {
+        // as CREATE SEQUENCE IF NOT EXISTS: the tag that exists is left as it is
+        Err(SeqgenError::DuplicateTag(tag)) if skip => notice!("tag \"{tag}\" already exists, skipping"),
+        r => r.or_raise(),
+    }
 }
 
 pub(crate) fn create(
@@ -123,8 +129,13 @@ pub(crate) fn create_row(
 
 /// Drop a tag. Its slot is retired when the calling transaction commits.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_drop(biz_tag: Option<&str>) {
-    drop_tag(required(biz_tag, "biz_tag")).or_raise()
+fn seqgen_drop(biz_tag: Option<&str>, missing_ok: default!(Option<bool>, false)) {
+    let skip = required(missing_ok, "missing_ok");
+    match drop_tag(required(biz_tag, "biz_tag")) {
+        // as DROP SEQUENCE IF EXISTS
+        Err(SeqgenError::UnknownTag(tag)) if skip => notice!("tag \"{tag}\" does not exist, skipping"),
+        r => r.or_raise(),
+    }
 }
 
 pub(crate) fn drop_tag(tag: &str) -> Result<()> {

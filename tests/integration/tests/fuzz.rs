@@ -228,8 +228,10 @@ type TagKey = (usize, usize, u32);
 
 #[derive(Debug, Clone, PartialEq)]
 enum Admin {
-    Create(usize, i32),
-    Drop(usize),
+    /// A tag with this step; `if_not_exists`.
+    Create(usize, i32, bool),
+    /// `missing_ok`.
+    Drop(usize, bool),
     Alter(usize, i32),
     Restart(usize, i64, bool),
     RestartUndo(usize),
@@ -376,8 +378,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // has EXECUTE on the drawing functions only)
                 let s = if rng.random_bool(0.9) { s % 2 } else { s };
                 let a = match rng.random_range(0..29) {
-                    0..=3 => Admin::Create(t, [1, 10, 100][rng.random_range(0..3)]),
-                    4 => Admin::Drop(t),
+                    0..=3 => Admin::Create(t, [1, 10, 100][rng.random_range(0..3)], rng.random_bool(0.3)),
+                    4 => Admin::Drop(t, rng.random_bool(0.3)),
                     5 => Admin::Alter(t, [5, 50][rng.random_range(0..2)]),
                     6 => Admin::Restart(t, [1_000_000, i64::MAX][rng.random_range(0..2)], false),
                     7 => Admin::Restart(t, 9_000_000_000_000_000_000, true),
@@ -563,7 +565,7 @@ impl Run {
             )
             .unwrap();
             cl.batch_execute(
-                "GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text), seqgen_next(text, text) TO fz_att",
+                "GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text, boolean), seqgen_next(text, text) TO fz_att",
             )
             .unwrap();
             cl.batch_execute(
@@ -940,8 +942,10 @@ impl Run {
         let db = s % 2;
         let tag = |t: &usize| TAGS[*t];
         let sql = match a {
-            Admin::Create(t, step) => format!("SELECT seqgen_create('{}', {step})", tag(t)),
-            Admin::Drop(t) => format!("SELECT seqgen_drop('{}')", tag(t)),
+            Admin::Create(t, step, skip) => {
+                format!("SELECT seqgen_create('{}', {step}, if_not_exists => {skip})", tag(t))
+            }
+            Admin::Drop(t, skip) => format!("SELECT seqgen_drop('{}', missing_ok => {skip})", tag(t)),
             Admin::Alter(t, step) => format!("SELECT seqgen_alter('{}', {step})", tag(t)),
             Admin::Restart(t, v, force) => format!("SELECT seqgen_restart('{}', {v}, {force})", tag(t)),
             Admin::RestartUndo(t) => format!("SELECT seqgen_restart_undo('{}')", tag(t)),
@@ -1029,8 +1033,8 @@ impl Run {
                     let (name, action) = r.split_once(':')?;
                     let t = TAGS.iter().position(|n| *n == name).or((name == "cd").then_some(CODES_TAG))?;
                     Some(match action {
-                        "created" => Admin::Create(t, 0),
-                        "dropped" => Admin::Drop(t),
+                        "created" => Admin::Create(t, 0, false),
+                        "dropped" => Admin::Drop(t, false),
                         "granted to fz_app" => Admin::Grant(t, true),
                         "revoked from fz_app" => Admin::Grant(t, false),
                         a if a.starts_with("template ") => Admin::Template(t, 0, 0),
@@ -1073,13 +1077,14 @@ impl Run {
         for a in applied.iter().filter(|_| r.is_ok() && committed_shape) {
             self.model_admin(db, a, if shape == Shape::PrepareLeave { None } else { Some(true) });
             match a {
-                Admin::Drop(t) if shape == Shape::PrepareLeave => {
+                Admin::Drop(t, _) if shape == Shape::PrepareLeave => {
                     if let Some(p) = self.prepared.last_mut() {
                         p.2.push(*t);
                     }
                 }
-                Admin::Drop(t) => self.dropped(db, *t),
-                Admin::Create(t, _) if shape != Shape::PrepareLeave => {
+                // (a drop with missing_ok of a tag that did not exist starts a new ledger too)
+                Admin::Drop(t, _) => self.dropped(db, *t),
+                Admin::Create(t, ..) if shape != Shape::PrepareLeave => {
                     self.exists.insert((db, *t));
                 }
                 Admin::Template(t, ..) if shape != Shape::PrepareLeave => {

@@ -148,7 +148,11 @@ fn upgrade(old: &str, from: &str, port: u16) {
          SELECT seqgen_create('rep', 50);
          SELECT seqgen_set_template('rep', '{{dd}}-{{seq:5}}'{allow});
          SELECT seqgen_create('opq', 100);
-         SELECT seqgen_make_opaque('opq');"
+         SELECT seqgen_make_opaque('opq');
+         DROP ROLE IF EXISTS up_team; DROP ROLE IF EXISTS up_app;
+         CREATE ROLE up_team; CREATE ROLE up_app;
+         GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text) TO up_team WITH GRANT OPTION;
+         GRANT EXECUTE ON FUNCTION seqgen_drop(text) TO up_app;"
     ));
     let version: String =
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
@@ -300,6 +304,27 @@ fn upgrade(old: &str, from: &str, port: u16) {
     let all: Vec<&String> = before.3.iter().chain(&after.3).collect();
     assert_unique_numbers(&format!("upgrade {from} -> {NEW}, order numbers"), &all);
 
+    // seqgen_create and seqgen_drop took new signatures (if_not_exists, missing_ok) in 0.6.0:
+    // the grants on the old ones are on the new ones, and no other
+    for (role, function, privilege, expected) in [
+        ("up_team", "seqgen_create(text, integer, bigint, text, boolean)", "EXECUTE WITH GRANT OPTION", true),
+        ("up_app", "seqgen_drop(text, boolean)", "EXECUTE", true),
+        ("up_app", "seqgen_drop(text, boolean)", "EXECUTE WITH GRANT OPTION", false),
+        ("up_app", "seqgen_create(text, integer, bigint, text, boolean)", "EXECUTE", false),
+        ("up_team", "seqgen_drop(text, boolean)", "EXECUTE", false),
+    ] {
+        let has: bool = c
+            .connect()
+            .query_one(&format!("SELECT has_function_privilege('{role}', '{function}', '{privilege}')"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(has, expected, "{role}: {privilege} on {function} after the upgrade from {from}");
+    }
+    // (the fresh install below has no such grants)
+    c.sql(
+        "REVOKE ALL ON FUNCTION seqgen_create(text, integer, bigint, text, boolean) FROM up_team CASCADE;
+         REVOKE ALL ON FUNCTION seqgen_drop(text, boolean) FROM up_app;",
+    );
     // the upgraded catalog is the one a fresh install creates
     let upgraded = catalog_shape(&mut c.connect());
     c.sql("CREATE DATABASE fresh");
