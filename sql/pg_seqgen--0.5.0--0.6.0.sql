@@ -953,6 +953,19 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_code_is_valid_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.seqgen_next_code(pg_catalog.text, pg_catalog.int4) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal_code(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+-- What seqgen_next last returned to this session (like currval and lastval).
+CREATE FUNCTION @extschema@."seqgen_currval"(
+	"biz_tag" TEXT
+) RETURNS bigint
+STRICT VOLATILE PARALLEL RESTRICTED
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_currval_wrapper';
+CREATE FUNCTION @extschema@."seqgen_lastval"() RETURNS bigint
+STRICT VOLATILE PARALLEL RESTRICTED
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_lastval_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_currval(pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_lastval() FROM PUBLIC;
 -- seqgen_create(..., if_not_exists) and seqgen_drop(..., missing_ok), as CREATE SEQUENCE IF NOT
 -- EXISTS and DROP SEQUENCE IF EXISTS (issue 31): a parameter with a DEFAULT, not an overload, so
 -- the functions take new signatures. Each new one gets the old one's grants (an application's
@@ -1045,6 +1058,8 @@ COMMENT ON FUNCTION @extschema@.seqgen_decode_typeid(pg_catalog.text, pg_catalog
 COMMENT ON FUNCTION @extschema@.seqgen_next_code(pg_catalog.text, pg_catalog.int4) IS 'Next short code of an opaque tag: length characters (8 by default) with a check character, revealing neither order nor volume; never repeated';
 COMMENT ON FUNCTION @extschema@.seqgen_reveal_code(pg_catalog.text, pg_catalog.text) IS 'The counter value behind a short code of an opaque tag';
 COMMENT ON FUNCTION @extschema@.seqgen_code_is_valid(pg_catalog.text) IS 'Whether a text is a well-formed short code with a matching check character (not whether it was issued)';
+COMMENT ON FUNCTION @extschema@.seqgen_currval(pg_catalog.text) IS 'The value seqgen_next last returned to this session for a tag (like currval)';
+COMMENT ON FUNCTION @extschema@.seqgen_lastval() IS 'The value seqgen_next last returned to this session, of any tag or key (like lastval)';
 COMMENT ON FUNCTION @extschema@.seqgen_create_gapless(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) IS 'Create a gapless tag: numbers assigned at commit, one after another, none lost';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catalog.text) IS 'Next gapless number of a tag (and key), held by the transaction until it ends';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) IS 'Next gapless order number of a tag (and key), held by the transaction until it ends';

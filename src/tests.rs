@@ -1195,6 +1195,94 @@ mod tests {
     }
 
     #[pg_test]
+    fn currval_and_lastval_are_this_sessions_latest_draws() {
+        autonomous(
+            "SELECT seqgen_create('t_cv', 10); SELECT seqgen_create('t_cv2', 10); SELECT seqgen_create('t_cv_k', 10); \
+             DO $$ BEGIN CREATE ROLE seqgen_cv_role NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
+             GRANT EXECUTE ON FUNCTION seqgen_currval(text), seqgen_lastval(), seqgen_next(text) TO seqgen_cv_role",
+        );
+        let mut s = other_session("pgrx_tests");
+        let mut other = other_session("pgrx_tests");
+        // a value, or the SQLSTATE of the error
+        let one = |c: &mut postgres::Client, sql: &str| -> std::result::Result<i64, String> {
+            c.query_one(sql, &[])
+                .map(|r| r.get::<_, i64>(0))
+                .map_err(|e| e.code().map_or("?".into(), |c| c.code().into()))
+        };
+        let no = || Err::<i64, String>("55000".into());
+        let (cur, cur2, last) =
+            ("SELECT seqgen_currval('t_cv')", "SELECT seqgen_currval('t_cv2')", "SELECT seqgen_lastval()");
+        // a new session has drawn nothing; an unknown tag is 42704, a NULL is NULL (STRICT)
+        assert_eq!((one(&mut s, last), one(&mut s, cur)), (no(), no()));
+        assert_eq!(one(&mut s, "SELECT seqgen_currval('t_cv_nope')"), Err("42704".into()));
+        assert!(s.query_one("SELECT seqgen_currval(NULL)", &[]).unwrap().get::<_, Option<i64>>(0).is_none());
+        let a = one(&mut s, "SELECT seqgen_next('t_cv')").unwrap();
+        assert_eq!((one(&mut s, cur), one(&mut s, last)), (Ok(a), Ok(a)));
+        let b = one(&mut s, "SELECT seqgen_next('t_cv2')").unwrap();
+        assert_eq!((one(&mut s, cur), one(&mut s, cur2), one(&mut s, last)), (Ok(a), Ok(b), Ok(b)));
+        // many draws, and two tags in turn (blocks of values per session)
+        let c = one(&mut s, "SELECT max(seqgen_next('t_cv')) FROM generate_series(1, 25)").unwrap();
+        assert_eq!((one(&mut s, cur), one(&mut s, cur2), one(&mut s, last)), (Ok(c), Ok(b), Ok(c)));
+        let turns =
+            "SELECT seqgen_next(CASE WHEN g % 2 = 0 THEN 't_cv' ELSE 't_cv2' END) FROM generate_series(1, 40) g";
+        let drawn: Vec<i64> = s.query(turns, &[]).unwrap().iter().map(|r| r.get(0)).collect();
+        // (g = 40, the last row, draws from t_cv; g = 39 from t_cv2)
+        assert_eq!(
+            (one(&mut s, cur), one(&mut s, cur2), one(&mut s, last)),
+            (Ok(drawn[39]), Ok(drawn[38]), Ok(drawn[39]))
+        );
+        let c = drawn[39];
+        // another session's draws change nothing here; a rollback does not either
+        assert!(one(&mut other, "SELECT seqgen_next('t_cv')").unwrap() > c);
+        assert_eq!(one(&mut s, cur), Ok(c));
+        s.batch_execute("BEGIN").unwrap();
+        let d = one(&mut s, "SELECT seqgen_next('t_cv')").unwrap();
+        s.batch_execute("ROLLBACK").unwrap();
+        assert_eq!((one(&mut s, cur), one(&mut s, last)), (Ok(d), Ok(d)));
+        // a batch is not a draw of seqgen_next
+        s.query("SELECT seqgen_next_batch('t_cv', 30)", &[]).unwrap();
+        assert_eq!(one(&mut s, cur), Ok(d));
+        // a key's draw is the last value, and not its tag's current one (nor another tag's: the
+        // batch drew from t_cv's entry before this first draw of the key, which is not cached)
+        let k = one(&mut s, "SELECT seqgen_next('t_cv_k', 'x')").unwrap();
+        assert_eq!((one(&mut s, last), one(&mut s, "SELECT seqgen_currval('t_cv_k')")), (Ok(k), no()));
+        assert_eq!(one(&mut s, cur), Ok(d));
+        // only while the role may draw from the tag
+        s.batch_execute("SET ROLE seqgen_cv_role").unwrap();
+        assert_eq!((one(&mut s, cur), one(&mut s, last)), (Err("42501".into()), Err("42501".into())));
+        s.batch_execute("RESET ROLE").unwrap();
+        // the slot moved on (a restart retires it), and a draw refused to another role let go
+        // of the session's entry: the value is kept by name
+        autonomous("SELECT seqgen_restart('t_cv', 1000000)");
+        s.batch_execute("SET ROLE seqgen_cv_role").unwrap();
+        assert_eq!(one(&mut s, "SELECT seqgen_next('t_cv')"), Err("42501".into()));
+        s.batch_execute("RESET ROLE").unwrap();
+        assert_eq!(one(&mut s, cur), Ok(d));
+        let e = one(&mut s, "SELECT seqgen_next('t_cv')").unwrap();
+        assert_eq!((e, one(&mut s, cur)), (1000000, Ok(1000000)));
+        // DISCARD ALL and DISCARD SEQUENCES forget them, as they forget currval
+        s.batch_execute("DISCARD ALL").unwrap();
+        assert_eq!((one(&mut s, cur), one(&mut s, cur2), one(&mut s, last)), (no(), no(), no()));
+        let f = one(&mut s, "SELECT seqgen_next('t_cv')").unwrap();
+        s.batch_execute("DISCARD PLANS").unwrap();
+        assert_eq!(one(&mut s, cur), Ok(f));
+        s.batch_execute("DISCARD SEQUENCES").unwrap();
+        assert_eq!((one(&mut s, cur), one(&mut s, last)), (no(), no()));
+        // the README's example: the INSERT's DEFAULTs draw, currval gives the last of them
+        s.batch_execute(
+            "CREATE TEMP TABLE cv_orders (id bigint PRIMARY KEY DEFAULT seqgen_next('t_cv'), customer text)",
+        )
+        .unwrap();
+        let ids: Vec<i64> = s
+            .query("INSERT INTO cv_orders (customer) VALUES ('alice'), ('bob') RETURNING id", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(one(&mut s, cur), Ok(ids[1]));
+    }
+
+    #[pg_test]
     fn opaque_order_numbers_stay_n_digits_and_unordered() {
         autonomous("SELECT seqgen_create('t_opaque_no', 50)");
         autonomous("SELECT seqgen_set_template('t_opaque_no', 'OP{yyyy}{MM}{dd}{seq:4:opaque}{check}')");

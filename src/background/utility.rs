@@ -40,6 +40,7 @@ unsafe extern "C-unwind" fn process_utility(
     dest: *mut pg_sys::DestReceiver,
     qc: *mut pg_sys::QueryCompletion,
 ) {
+    let discards = unsafe { discards_sequences(pstmt) };
     if let Some(db) = unsafe { database_needed(pstmt) } {
         // Held until the command's transaction ends (commit or abort: the hold is lifted by
         // the transaction callback, also when an ERROR skips everything below); the allocator
@@ -64,6 +65,22 @@ unsafe extern "C-unwind" fn process_utility(
                 qc,
             ),
         }
+    }
+    if discards {
+        // as PostgreSQL forgets its sequences' currval and lastval
+        crate::plumbing::directory::discard_drawn();
+    }
+}
+
+/// Is the command `DISCARD SEQUENCES` or `DISCARD ALL`?
+unsafe fn discards_sequences(pstmt: *mut pg_sys::PlannedStmt) -> bool {
+    unsafe {
+        let node = (*pstmt).utilityStmt;
+        if node.is_null() || (*node).type_ != pg_sys::NodeTag::T_DiscardStmt {
+            return false;
+        }
+        let target = (*(node as *mut pg_sys::DiscardStmt)).target;
+        target == pg_sys::DiscardMode::DISCARD_ALL || target == pg_sys::DiscardMode::DISCARD_SEQUENCES
     }
 }
 

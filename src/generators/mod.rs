@@ -5,6 +5,7 @@
 pub mod code;
 pub mod config;
 pub mod gapless;
+pub mod lastval;
 pub mod opaque;
 pub mod order;
 pub mod segment;

@@ -19,7 +19,9 @@ use seqgen_core::adaptive::interleave;
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next(biz_tag: &str) -> i64 {
     crate::plumbing::wait::begin_call();
-    next(biz_tag).or_raise()
+    let value = next(biz_tag).or_raise();
+    directory::record(biz_tag, value);
+    value
 }
 
 /// The next value of `biz_tag`'s counter for `key` (a tenant, a project, a branch): every
@@ -28,7 +30,12 @@ fn seqgen_next(biz_tag: &str) -> i64 {
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_next")]
 fn seqgen_next_key(biz_tag: &str, key: &str) -> i64 {
     crate::plumbing::wait::begin_call();
-    with_key_name(biz_tag, key, next).or_raise()
+    with_key_name(biz_tag, key, |name| {
+        let value = next(name)?;
+        directory::record(name, value);
+        Ok(value)
+    })
+    .or_raise()
 }
 
 /// Run `f` on the slot name of `tag`'s counter for `key` (the tag, [`shmem::KEY_SEP`], the key),

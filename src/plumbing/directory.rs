@@ -11,6 +11,7 @@ use hashbrown::HashTable;
 use seqgen_core::segment::Hint;
 
 use crate::plumbing::acl::Stamp;
+use crate::plumbing::drawn::{Latest, Values, NONE};
 use crate::plumbing::error::{check_name, Result, SeqgenError};
 use crate::plumbing::guc;
 use crate::plumbing::local::BackendLocal;
@@ -232,6 +233,8 @@ fn hash_of(tag: &[u8]) -> u64 {
 struct Cache {
     /// The last tag resolved, for the common `seqgen_next('same tag')` per row.
     last: Option<(Name, Entry)>,
+    /// The index of `last`'s entry in `entries`.
+    last_at: u32,
     /// This database's area, which every cached tag belongs to (set with the first entry; a
     /// different area empties the cache): its `acl_epoch` stamps the privilege answers, its
     /// `retire_epoch` the blocks.
@@ -249,6 +252,8 @@ struct Cache {
     free: Vec<u32>,
     /// The names of `map`'s entries.
     names: Vec<u8>,
+    /// What `seqgen_next` returned to this session, by entry (`seqgen_currval`).
+    drawn: Values,
 }
 
 impl Cache {
@@ -297,18 +302,21 @@ impl Cache {
             let (at, _) = o.remove();
             // its block, if any, is a gap
             self.entries[at as usize].blk = Block::default();
+            let name = Cache::name_of(&self.names, &self.entries[at as usize]).to_vec();
+            self.drawn.spill(at as usize, &name);
             self.free.push(at);
         }
     }
 
-    /// Cache `e` for `tag` (a block kept for an earlier resolution becomes a gap).
-    fn insert(&mut self, tag: &str, e: Entry) {
+    /// Cache `e` for `tag` (a block kept for an earlier resolution becomes a gap); the index of
+    /// its entry.
+    fn insert(&mut self, tag: &str, e: Entry) -> u32 {
         let cold = Cold { r: e.r, hint: e.hint, last_us: 0 };
         if let Some(at) = self.find_at(tag) {
             let old = &mut self.entries[at];
             *old = Mapped { name: old.name, blk: Block::default(), acl: e.acl };
             self.colds[at] = cold;
-            return;
+            return at as u32;
         }
         let mut name = Short { len: tag.len() as u8, bytes: [0; SHORT_MAX] };
         if tag.len() <= SHORT_MAX {
@@ -332,11 +340,19 @@ impl Cache {
                 self.entries.len() as u32 - 1
             }
         };
+        self.drawn.made(at as usize);
         let (names, entries) = (&self.names, &self.entries);
         self.map.insert_unique(hash_of(tag.as_bytes()), at, |&i| hash_of(Cache::name_of(names, &entries[i as usize])));
+        at
     }
 
     fn clear(&mut self) {
+        // the values drawn are kept by name (a freed entry has none)
+        for at in 0..self.entries.len() {
+            let name = Cache::name_of(&self.names, &self.entries[at]).to_vec();
+            self.drawn.spill(at, &name);
+        }
+        self.drawn.cleared();
         self.last = None;
         self.map.clear();
         self.entries.clear();
@@ -389,10 +405,15 @@ pub fn with_cached<E>(
 ) -> Option<std::result::Result<i64, E>> {
     let mut c = CACHE.get();
     let c = &mut *c;
+    c.drawn.recent = NONE;
     let area = c.area?;
     if let Some((name, e)) = &mut c.last {
         if name.is(tag) && e.acl.is_current(&area.acl_epoch) {
-            return Some(last(e.r, &mut e.hint));
+            let drawn = last(e.r, &mut e.hint);
+            if drawn.is_ok() {
+                c.drawn.recent = c.last_at;
+            }
+            return Some(drawn);
         }
     }
     with_mapped(c, area, tag, mapped)
@@ -425,6 +446,7 @@ fn with_mapped<E>(
             && (m.blk.stamp == retire || cold.r.slot.gen().load(Ordering::Acquire) == cold.r.gen)
         {
             m.blk.stamp = retire;
+            c.drawn.recent = at as u32;
             return Some(Ok(m.blk.take()));
         }
         // expired, or its slot no longer serves the tag: the rest is a gap
@@ -435,7 +457,11 @@ fn with_mapped<E>(
     }
     m.blk.stamp = retire;
     let refill = Refill { blk: &mut m.blk, last_us: &mut cold.last_us, now_us };
-    Some(f(cold.r, &mut cold.hint, refill))
+    let drawn = f(cold.r, &mut cold.hint, refill);
+    if drawn.is_ok() {
+        c.drawn.recent = at as u32;
+    }
+    Some(drawn)
 }
 
 /// Drop this backend's block of `tag`, if it has one (its values become a gap): a caller about
@@ -464,6 +490,62 @@ pub fn remember_hint(tag: &str, r: Resolved, hint: Hint) {
             e.hint = hint;
         }
     }
+}
+
+/// `seqgen_next` (of slot `name`: a tag, or a tag and a key) returned `value` to this session.
+/// Right after the draw: a draw served by [`with_cached`] left its entry in `recent`.
+#[inline]
+pub fn record(name: &str, value: i64) {
+    let mut c = CACHE.get();
+    let at = std::mem::replace(&mut c.drawn.recent, NONE);
+    if !c.drawn.record_at(at, value) {
+        record_slow(&mut c, name, value);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn record_slow(c: &mut Cache, name: &str, value: i64) {
+    match c.find_at(name) {
+        Some(at) => {
+            c.drawn.record_at(at as u32, value);
+        }
+        None => c.drawn.record_name(name.as_bytes(), value),
+    }
+}
+
+/// What `seqgen_next(tag)` last returned to this session, and whether the current user may
+/// still draw from the tag by what this backend knows (`false`: ask the catalog).
+pub fn drawn_value(tag: &str) -> Option<(i64, bool)> {
+    let c = CACHE.get();
+    if let Some(at) = c.find_at(tag) {
+        if let Some(v) = c.drawn.value_at(at) {
+            let allowed = c.area.is_some_and(|a| c.entries[at].acl.is_current(&a.acl_epoch));
+            return Some((v, allowed));
+        }
+    }
+    c.drawn.spilled(tag.as_bytes()).map(|v| (v, false))
+}
+
+/// What `seqgen_next` last returned to this session, of any tag or key: the value, the tag,
+/// and whether the current user may still draw from it by what this backend knows.
+pub fn latest_drawn() -> Option<(i64, String, bool)> {
+    let c = CACHE.get();
+    let (v, at) = c.drawn.latest()?;
+    let (name, allowed) = match at {
+        Latest::At(at) => (
+            Cache::name_of(&c.names, &c.entries[at]),
+            c.area.is_some_and(|a| c.entries[at].acl.is_current(&a.acl_epoch)),
+        ),
+        Latest::Name(name) => (name, false),
+    };
+    let name = String::from_utf8_lossy(name);
+    Some((v, shmem::split_name(&name).0.to_string(), allowed))
+}
+
+/// Forget every value drawn (`DISCARD SEQUENCES`, `DISCARD ALL`).
+pub fn discard_drawn() {
+    CACHE.get().drawn.discard();
 }
 
 /// Forget a cached resolution (its slot changed generation).
@@ -550,7 +632,7 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
         c.clear();
         c.area = Some(area);
     }
-    c.insert(tag, e);
+    c.last_at = c.insert(tag, e);
     c.last = Some((Name::new(tag), e));
     Ok((r, e.hint))
 }

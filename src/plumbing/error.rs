@@ -43,6 +43,9 @@ pub enum SeqgenError {
     TagNotCommitted(String),
     #[error("tag \"{0}\" already exists")]
     DuplicateTag(String),
+    /// `seqgen_currval` of a tag (`Some`) or `seqgen_lastval` (`None`) before a draw.
+    #[error("{}", match .0 { Some(t) => format!("currval of tag \"{t}\" is not yet defined in this session"), None => "lastval is not yet defined in this session".into() })]
+    NotYetDrawn(Option<String>),
     #[error("invalid tag name: {0}")]
     BadTag(String),
     #[error("{0} must not be NULL")]
@@ -163,7 +166,8 @@ impl SeqgenError {
             | CitusNeedsNodeBits(_)
             | CitusNeedsNodeField(_)
             | NeedsUpdate(_)
-            | CatalogReplicatedIn { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            | CatalogReplicatedIn { .. }
+            | NotYetDrawn(_) => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             WorkerFailed { state, .. } if *state != 0 => PgSqlErrorCode::from(*state),
             WorkerFailed { .. } => ERRCODE_INTERNAL_ERROR,
             Raised { state, .. } => PgSqlErrorCode::from(*state),
@@ -248,6 +252,8 @@ impl SeqgenError {
             NotReady(_) => "Check the server log for the \"pg_seqgen allocator\" of this database; raise seqgen.allocation_timeout if the server is overloaded.".into(),
             CitusNeedsNodeBits(t) => format!("Tags created in a Citus database get node bits themselves; for a tag created before Citus: SELECT seqgen_set_node_bits('{t}', 8);"),
             CitusNeedsNodeField(t) => format!("For example: SELECT seqgen_set_template('{t}', 'SN{{yyyy}}{{MM}}{{dd}}{{node:3}}{{seq:6}}');"),
+            NotYetDrawn(Some(t)) => format!("seqgen_currval('{t}') is what seqgen_next('{t}') last returned to this session; other sessions' draws do not count."),
+            NotYetDrawn(None) => "seqgen_lastval() is what seqgen_next() last returned to this session, of any tag or key.".into(),
             TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),
             ClockBehind { what, .. } => format!("{what} IDs resume when the server clock catches up; check NTP."),
             TimeExhausted("UUIDv7") => "The UUIDv7 generator's 42 bits of milliseconds end in 2109.".into(),

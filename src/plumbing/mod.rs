@@ -7,6 +7,7 @@ pub mod acl;
 pub mod catalog;
 pub mod defaults;
 pub mod directory;
+pub mod drawn;
 pub mod error;
 pub mod guc;
 pub mod local;

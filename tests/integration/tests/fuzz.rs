@@ -1,8 +1,9 @@
 //! The operation fuzzer: pg_seqgen's own Jepsen.
 //!
 //! A seeded random sequence of steps, each one of:
-//! * a draw from any generator (segments, batches, order numbers, snowflakes, UUIDv7s, gapless
-//!   numbers in the transaction or at its commit, on a few keys) by one
+//! * a draw from any generator (segments, with the session's `seqgen_currval` and
+//!   `seqgen_lastval`, which must be the value drawn; batches, order numbers, snowflakes,
+//!   UUIDv7s, gapless numbers in the transaction or at its commit, on a few keys) by one
 //!   of four sessions in two databases (one session is an ordinary role), in a random
 //!   transaction shape: autocommit, commit, rollback, rollback to a savepoint, prepare then
 //!   commit or roll back prepared, or prepare and leave it;
@@ -539,7 +540,8 @@ impl Run {
                  GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer),
                    seqgen_order_no(text), seqgen_snowflake(), seqgen_uuidv7(),
                    seqgen_gapless_next(text, text), seqgen_next(text, text),
-                   seqgen_order_no(text, text), seqgen_next_code(text, integer), seqgen_status() TO fz_app;
+                   seqgen_order_no(text, text), seqgen_next_code(text, integer), seqgen_status(),
+                   seqgen_currval(text), seqgen_lastval() TO fz_app;
                  SELECT seqgen_create_gapless('gl');
                  SELECT seqgen_grant('gl', 'fz_app');
                  -- numbered at commit: partitioned, with a BEFORE trigger that touches every
@@ -814,7 +816,13 @@ impl Run {
     fn draw(&mut self, s: usize, d: &Draw, shape: Shape) -> Result<Result<usize, String>, String> {
         let db = s % 2;
         let sql = match d {
-            Draw::Next(t) => format!("SELECT seqgen_next('{}')", TAGS[*t]),
+            // with the session's currval and lastval, which must be the value just drawn
+            Draw::Next(t) => format!(
+                "SELECT CASE WHEN seqgen_currval('{t}') = v AND seqgen_lastval() = v THEN v::text \
+                 ELSE format('currval %s and lastval %s after drawing %s', seqgen_currval('{t}'), seqgen_lastval(), v) END \
+                 FROM (SELECT seqgen_next('{t}') AS v OFFSET 0) x",
+                t = TAGS[*t]
+            ),
             Draw::InTurn(k) => format!(
                 "SELECT (g % {n}) || ':' || seqgen_next((ARRAY['{}'])[1 + g % {n}]) FROM generate_series(1, {}) g",
                 TAGS.join("','"),

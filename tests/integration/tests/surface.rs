@@ -137,6 +137,7 @@ fn every_function_follows_one_null_rule() {
         "seqgen_next_code",
         "seqgen_reveal_code",
         "seqgen_code_is_valid",
+        "seqgen_currval",
     ];
     let rows = s
         .query(
