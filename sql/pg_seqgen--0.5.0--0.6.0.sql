@@ -732,13 +732,10 @@ ALTER FUNCTION @extschema@.seqgen_apply(pg_catalog.jsonb, pg_catalog.bool) CALLE
 ALTER FUNCTION @extschema@.seqgen_grant(pg_catalog.text, pg_catalog.text) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_revoke(pg_catalog.text, pg_catalog.text) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_make_opaque(pg_catalog.text) CALLED ON NULL INPUT;
-ALTER FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8, pg_catalog.bool) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_restart_undo(pg_catalog.text) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_set_node_bits(pg_catalog.text, pg_catalog.int4) CALLED ON NULL INPUT;
-ALTER FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool) CALLED ON NULL INPUT;
-ALTER FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8, pg_catalog.bool) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_snowflake_rewind(pg_catalog.int8) CALLED ON NULL INPUT;
 ALTER FUNCTION @extschema@.seqgen_snowflake53_rewind(pg_catalog.int8) CALLED ON NULL INPUT;
@@ -981,16 +978,45 @@ CREATE FUNCTION @extschema@."seqgen_create"(
 ) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'seqgen_create_wrapper';
+AS 'MODULE_PATHNAME', 'seqgen_create_if_not_exists_wrapper';
 CREATE FUNCTION @extschema@."seqgen_drop"(
 	"biz_tag" TEXT,
 	"missing_ok" bool DEFAULT false
 ) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'seqgen_drop_wrapper';
+AS 'MODULE_PATHNAME', 'seqgen_drop_missing_ok_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+-- The same for the overloads that took an option (issue 31): seqgen_restart (force),
+-- seqgen_set_template (allow_repeats) and seqgen_snowflake_advance (force) are one function
+-- each, so that GRANT EXECUTE ON FUNCTION seqgen_restart TO a role names it. The longer one
+-- stays, with its grants, takes the shorter one's grants and DEFAULTs for the options, and
+-- the shorter one goes.
+CREATE OR REPLACE FUNCTION @extschema@."seqgen_restart"(
+	"biz_tag" TEXT,
+	"start_with" bigint,
+	"force" bool DEFAULT false
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_restart_force_wrapper';
+CREATE OR REPLACE FUNCTION @extschema@."seqgen_set_template"(
+	"biz_tag" TEXT,
+	"template" TEXT,
+	"time_zone" TEXT DEFAULT 'UTC',
+	"allow_repeats" bool DEFAULT false
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_set_template_allow_wrapper';
+CREATE OR REPLACE FUNCTION @extschema@."seqgen_snowflake_advance"(
+	"min_id" bigint,
+	"force" bool DEFAULT false
+) RETURNS bigint
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake_advance_force_wrapper';
 DO $$
 DECLARE
     f record;
@@ -1000,7 +1026,13 @@ BEGIN
         ('@extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text)'::pg_catalog.regprocedure,
          '@extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool)'::pg_catalog.regprocedure),
         ('@extschema@.seqgen_drop(pg_catalog.text)'::pg_catalog.regprocedure,
-         '@extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool)'::pg_catalog.regprocedure)) AS v(old, new)
+         '@extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool)'::pg_catalog.regprocedure),
+        ('@extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8, pg_catalog.bool)'::pg_catalog.regprocedure),
+        ('@extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool)'::pg_catalog.regprocedure),
+        ('@extschema@.seqgen_snowflake_advance(pg_catalog.int8)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_snowflake_advance(pg_catalog.int8, pg_catalog.bool)'::pg_catalog.regprocedure)) AS v(old, new)
     LOOP
         FOR g IN SELECT a.grantee, a.is_grantable
                    FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
@@ -1016,6 +1048,9 @@ END
 $$;
 DROP FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text);
 DROP FUNCTION @extschema@.seqgen_drop(pg_catalog.text);
+DROP FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8);
+DROP FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text);
+DROP FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8);
 
 -- What each function is: its COMMENT (\df+ shows it), the one place the descriptions are kept.
 -- The update script from 0.5.0 carries the same block (a test compares them, and the upgrade
@@ -1030,8 +1065,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) IS
 COMMENT ON FUNCTION @extschema@.seqgen_next_batch(pg_catalog.text, pg_catalog.int4) IS 'The next n IDs of a tag, ascending';
 COMMENT ON FUNCTION @extschema@.seqgen_status() IS 'One row per tag the caller owns or may draw from (every tag for pg_monitor): step, reserved maximum, next value, prefetch, rate, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_key_status(pg_catalog.text, pg_catalog.text) IS 'The keys of a tag (or one key): reserved maximum, step, next value';
-COMMENT ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8) IS 'Move a tag''s numbering up to start_with when the transaction commits (never down)';
-COMMENT ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8, pg_catalog.bool) IS 'Move a tag''s numbering up to start_with; force takes a start_with so far above the tag''s values that it is otherwise refused as a likely typo';
+COMMENT ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8, pg_catalog.bool) IS 'Move a tag''s numbering up to start_with when the transaction commits (never down); force takes a start_with so far above the tag''s values that it is otherwise refused as a likely typo';
 COMMENT ON FUNCTION @extschema@.seqgen_restart_undo(pg_catalog.text) IS 'Take back a tag''s last restart while nothing above it was reserved; returns the next value';
 COMMENT ON FUNCTION @extschema@.seqgen_grant(pg_catalog.text, pg_catalog.text) IS 'Let a role (and its members; ''public'': everyone) draw from a tag; the tag''s owner only';
 COMMENT ON FUNCTION @extschema@.seqgen_revoke(pg_catalog.text, pg_catalog.text) IS 'Stop a role from drawing from a tag; the tag''s owner only';
@@ -1039,8 +1073,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_make_opaque(pg_catalog.text) IS 'Make a t
 COMMENT ON FUNCTION @extschema@.seqgen_reveal(pg_catalog.text, pg_catalog.int8) IS 'The counter value behind an opaque tag''s ID';
 COMMENT ON FUNCTION @extschema@.seqgen_reveal_order_no(pg_catalog.text, pg_catalog.text) IS 'The counter value behind an order number with an opaque counter';
 COMMENT ON FUNCTION @extschema@.seqgen_set_node_bits(pg_catalog.text, pg_catalog.int4) IS 'Give a tag''s IDs node_bits low bits for seqgen.node_id (several servers); set once';
-COMMENT ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text) IS 'Set a tag''s order-number template and time zone; a template that could repeat a number is refused';
-COMMENT ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool) IS 'Set a tag''s order-number template and time zone; allow_repeats accepts a template that could repeat an earlier number';
+COMMENT ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool) IS 'Set a tag''s order-number template and time zone; a template that could repeat a number is refused, unless allow_repeats';
 COMMENT ON FUNCTION @extschema@.seqgen_template_unit(pg_catalog.text) IS 'The period in which a template''s counter restarts (day, month, ...), or none';
 COMMENT ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text) IS 'Next order number of a tag: its template rendered with the counter of the current period; never reissued';
 COMMENT ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text) IS 'Next order number of a tag for one key (a template with {key}); never reissued';
@@ -1068,8 +1101,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_snowflake() IS 'Next snowflake ID: 64 bit
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_at(pg_catalog.timestamptz) IS 'The smallest snowflake ID of a time (for range queries)';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_decode(pg_catalog.int8) IS 'A snowflake ID''s time, node and sequence';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_status() IS 'The snowflake generator: node, last time and sequence, reservation, clock lag, waits';
-COMMENT ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8) IS 'Raise the snowflake floor: later IDs are above min_id (after a failover or restore)';
-COMMENT ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8, pg_catalog.bool) IS 'Raise the snowflake floor above min_id; force allows a floor far ahead of the clock';
+COMMENT ON FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8, pg_catalog.bool) IS 'Raise the snowflake floor: later IDs are above min_id (after a failover or restore); force allows a floor far ahead of the clock';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_rewind(pg_catalog.int8) IS 'Superuser: take back a snowflake floor raised by mistake, down to to_id (at least the highest ID issued)';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake53() IS 'Next 53-bit snowflake ID (exact in JavaScript numbers), time-ordered and safe when the clock goes back';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake53_at(pg_catalog.timestamptz) IS 'The smallest 53-bit snowflake ID of a time';

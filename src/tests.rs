@@ -409,6 +409,33 @@ mod tests {
     }
 
     #[pg_test]
+    fn options_are_defaults_so_a_grant_names_the_function() {
+        // one signature per function, but the draws whose key or tag is a function of its own
+        let overloaded = Spi::get_one::<String>(
+            "SELECT string_agg(proname, ',' ORDER BY proname) FROM (SELECT p.proname FROM pg_proc p \
+               JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e' \
+               JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen' \
+              GROUP BY p.proname HAVING count(*) > 1) o",
+        );
+        assert_eq!(overloaded.unwrap().as_deref(), Some("seqgen_next,seqgen_order_no,seqgen_render"));
+        autonomous(
+            "DO $$ BEGIN CREATE ROLE seqgen_ops_role NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
+             GRANT EXECUTE ON FUNCTION seqgen_create, seqgen_drop, seqgen_restart, seqgen_set_template, \
+               seqgen_snowflake_advance TO seqgen_ops_role",
+        );
+        autonomous("SELECT seqgen_create('t_opts', 10)");
+        // the options by name or position, and left out
+        Spi::run("SELECT seqgen_restart('t_opts', 100)").unwrap();
+        Spi::run("SELECT seqgen_restart('t_opts', 200, false)").unwrap();
+        Spi::run("SELECT seqgen_restart('t_opts', 300, force => false)").unwrap();
+        Spi::run("SELECT seqgen_set_template('t_opts', 'O{seq:4}')").unwrap();
+        Spi::run("SELECT seqgen_set_template('t_opts', 'P{dd}{seq:4}', 'UTC', allow_repeats => true)").unwrap();
+        refused("SELECT seqgen_restart('t_opts', 400, NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
+        refused("SELECT seqgen_set_template('t_opts', 'Q{seq:4}', 'UTC', NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
+        assert_eq!(sqlstate("SELECT seqgen_snowflake_advance(1, NULL)"), Some(ERRCODE_NULL_VALUE_NOT_ALLOWED));
+    }
+
+    #[pg_test]
     fn duplicate_create_and_missing_drop() {
         autonomous("SELECT seqgen_create('t_dup', 7)");
         refused("SELECT seqgen_create('t_dup', 100)", ERRCODE_DUPLICATE_OBJECT);

@@ -111,29 +111,32 @@ fn check_new_node_field(tag: &str, t: &Template) -> Result<u32> {
 
 /// Attach a template to a tag (transactional). Counters are kept per period unit when a
 /// template is replaced: a period that a template of that unit has used continues above its
-/// highest number. A template whose text cannot tell its periods apart is refused.
-#[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_set_template(biz_tag: Option<&str>, template: Option<&str>, time_zone: default!(Option<&str>, "'UTC'")) {
-    let (tag, template) = (required(biz_tag, "biz_tag"), required(template, "template"));
-    set_template(tag, template, required(time_zone, "time_zone"), false).or_raise()
-}
-
-/// The same, with `allow_repeats => true` to accept a template whose numbers repeat (e.g.
-/// `{dd}-{seq:4}`: the same numbers every month).
+/// highest number. A template whose text cannot tell its periods apart is refused, unless
+/// `allow_repeats` (e.g. `{dd}-{seq:4}`: the same numbers every month).
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_set_template")]
 fn seqgen_set_template_allow(
     biz_tag: Option<&str>,
     template: Option<&str>,
-    time_zone: Option<&str>,
-    allow_repeats: Option<bool>,
+    time_zone: default!(Option<&str>, "'UTC'"),
+    allow_repeats: default!(Option<bool>, false),
 ) {
     let (tag, template) = (required(biz_tag, "biz_tag"), required(template, "template"));
-    let (zone, allow) = (required(time_zone, "time_zone"), required(allow_repeats, "allow_repeats"));
+    let allow = crate::plumbing::catalog::option(allow_repeats, "allow_repeats").or_raise();
+    let zone = required(time_zone, "time_zone");
     set_template(tag, template, zone, allow).or_raise()
+}
+
+/// The C symbol of `seqgen_set_template(text, text, text)` before 0.6.0, which a catalog not
+/// yet updated calls (a symbol keeps its arguments; see `seqgen_create`). No SQL.
+#[pg_extern(sql = false)]
+fn seqgen_set_template(biz_tag: Option<&str>, template: Option<&str>, time_zone: Option<&str>) {
+    seqgen_set_template_allow(biz_tag, template, time_zone, Some(false))
 }
 
 pub(crate) fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: bool) -> Result<()> {
     check_tag(tag)?;
+    // before ALTER EXTENSION UPDATE the catalog may lack what is read below
+    crate::plumbing::catalog::require_current()?;
     // who may change the tag first: a stranger learns nothing of the tag's kind
     crate::plumbing::acl::require_owner(tag)?;
     if crate::generators::gapless::is_gapless(tag)? {

@@ -442,22 +442,21 @@ pub fn report_failure(h: &Header, kind: Kind, c: u32) {
 /// survives a restart. Returns the last ID the generator counts as issued (every later ID is
 /// above it). Never lowers the generator. A floor further ahead of this server's clock than
 /// `seqgen.snowflake_max_borrow` would make every snowflake call fail until the clock reaches
-/// it, so it is refused (a typo is not a floor); see the overload with `force`.
-#[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_snowflake_advance(min_id: Option<i64>) -> i64 {
+/// it, so it is refused (a typo is not a floor), unless `force` (snowflake calls then fail with
+/// 58000 until the clock reaches it; `seqgen_snowflake_rewind` is the way back from a mistake).
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_snowflake_advance")]
+fn seqgen_snowflake_advance_force(min_id: Option<i64>, force: default!(Option<bool>, false)) -> i64 {
+    let force = crate::plumbing::catalog::option(force, "force").or_raise();
     let min_id = required(min_id, "min_id");
     crate::plumbing::wait::begin_call();
-    advance(min_id, false).or_raise()
+    advance(min_id, force).or_raise()
 }
 
-/// `seqgen_snowflake_advance` with `force => true`: also a floor further ahead than the clock
-/// can borrow (snowflake calls then fail with 58000 until the clock reaches it;
-/// `seqgen_snowflake_rewind` is the way back from a mistake).
-#[pg_extern(volatile, parallel_unsafe, name = "seqgen_snowflake_advance")]
-fn seqgen_snowflake_advance_force(min_id: Option<i64>, force: Option<bool>) -> i64 {
-    let (min_id, force) = (required(min_id, "min_id"), required(force, "force"));
-    crate::plumbing::wait::begin_call();
-    advance(min_id, force).or_raise()
+/// The C symbol of `seqgen_snowflake_advance(bigint)` before 0.6.0, which a catalog not yet
+/// updated calls (a symbol keeps its arguments; see `seqgen_create`). No SQL.
+#[pg_extern(sql = false)]
+fn seqgen_snowflake_advance(min_id: Option<i64>) -> i64 {
+    seqgen_snowflake_advance_force(min_id, Some(false))
 }
 
 fn advance(min_id: i64, force: bool) -> Result<i64> {

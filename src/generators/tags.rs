@@ -46,20 +46,33 @@ fn run(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Result<()> {
 
 /// Create a tag (a catalog row), owned by the calling role. Transactional: the tag exists for
 /// the worker once the calling transaction commits.
-#[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_create(
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_create")]
+fn seqgen_create_if_not_exists(
     biz_tag: Option<&str>,
     step: default!(Option<i32>, 1000),
     start_with: default!(Option<i64>, 1),
     description: default!(Option<&str>, "NULL"),
     if_not_exists: default!(Option<bool>, false),
 ) {
-    let skip = required(if_not_exists, "if_not_exists");
+    let skip = catalog::option(if_not_exists, "if_not_exists").or_raise();
     match create(biz_tag, step, start_with, description) {
         // as CREATE SEQUENCE IF NOT EXISTS: the tag that exists is left as it is
         Err(SeqgenError::DuplicateTag(tag)) if skip => notice!("tag \"{tag}\" already exists, skipping"),
         r => r.or_raise(),
     }
+}
+
+/// The C symbols of `seqgen_create` and `seqgen_drop` before 0.6.0 (4 and 1 arguments), which
+/// a catalog not yet updated calls (and older update scripts create functions with): a symbol
+/// keeps its arguments, so the functions with options have symbols of their own. No SQL.
+#[pg_extern(sql = false)]
+fn seqgen_create(biz_tag: Option<&str>, step: Option<i32>, start_with: Option<i64>, description: Option<&str>) {
+    seqgen_create_if_not_exists(biz_tag, step, start_with, description, Some(false))
+}
+
+#[pg_extern(sql = false)]
+fn seqgen_drop(biz_tag: Option<&str>) {
+    seqgen_drop_missing_ok(biz_tag, Some(false))
 }
 
 pub(crate) fn create(
@@ -128,9 +141,9 @@ pub(crate) fn create_row(
 }
 
 /// Drop a tag. Its slot is retired when the calling transaction commits.
-#[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_drop(biz_tag: Option<&str>, missing_ok: default!(Option<bool>, false)) {
-    let skip = required(missing_ok, "missing_ok");
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_drop")]
+fn seqgen_drop_missing_ok(biz_tag: Option<&str>, missing_ok: default!(Option<bool>, false)) {
+    let skip = catalog::option(missing_ok, "missing_ok").or_raise();
     match drop_tag(required(biz_tag, "biz_tag")) {
         // as DROP SEQUENCE IF EXISTS
         Err(SeqgenError::UnknownTag(tag)) if skip => notice!("tag \"{tag}\" does not exist, skipping"),
@@ -257,17 +270,18 @@ pub(crate) fn alter(tag: Option<&str>, step: Option<i32>, description: Option<&s
 /// (segments cached or prefetched before are discarded: a gap). Refused, with the current
 /// floor, for any `start_with` at or below the highest value reserved so far (numbering never
 /// goes down), and for a jump that would use up more than half of the values the tag has
-/// left (a typo that would end the tag; see the overload with `force`). Transactional (the
-/// row stays locked until the caller commits).
-#[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_restart(biz_tag: Option<&str>, start_with: Option<i64>) {
-    restart(required(biz_tag, "biz_tag"), required(start_with, "start_with"), false).or_raise()
+/// left (a typo that would end the tag), unless `force`. Transactional (the row stays locked
+/// until the caller commits).
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_restart")]
+fn seqgen_restart_force(biz_tag: Option<&str>, start_with: Option<i64>, force: default!(Option<bool>, false)) {
+    let force = catalog::option(force, "force").or_raise();
+    restart(required(biz_tag, "biz_tag"), required(start_with, "start_with"), force).or_raise()
 }
 
-/// `seqgen_restart` with `force => true`: also a jump over more than half of what is left.
-#[pg_extern(volatile, parallel_unsafe, name = "seqgen_restart")]
-fn seqgen_restart_force(biz_tag: Option<&str>, start_with: Option<i64>, force: Option<bool>) {
-    restart(required(biz_tag, "biz_tag"), required(start_with, "start_with"), required(force, "force")).or_raise()
+/// The C symbol of `seqgen_restart(text, bigint)` before 0.6.0 (see [`seqgen_create`]). No SQL.
+#[pg_extern(sql = false)]
+fn seqgen_restart(biz_tag: Option<&str>, start_with: Option<i64>) {
+    seqgen_restart_force(biz_tag, start_with, Some(false))
 }
 
 pub(crate) fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {

@@ -645,10 +645,13 @@ pub fn ready_header() -> Result<&'static Header> {
     Ok(h)
 }
 
-/// Checks shared by the functions that change the catalog: preloaded, primary, and an area
-/// for this database (so its allocator runs).
+/// Checks shared by the functions that change the catalog: preloaded, primary, an area for this
+/// database (so its allocator runs), and the catalog at the library's version (before `ALTER
+/// EXTENSION pg_seqgen UPDATE` its tables may lack columns the calls write: 55000 with the hint
+/// rather than a missing column).
 pub fn admin_checks() -> Result<()> {
-    crate::plumbing::node::refuse_definitions_on_worker(attach()?)
+    crate::plumbing::node::refuse_definitions_on_worker(attach()?)?;
+    crate::plumbing::catalog::require_current()
 }
 
 /// The area serving this database. Claimed here, and its worker asked of the launcher, when

@@ -152,7 +152,14 @@ fn upgrade(old: &str, from: &str, port: u16) {
          DROP ROLE IF EXISTS up_team; DROP ROLE IF EXISTS up_app;
          CREATE ROLE up_team; CREATE ROLE up_app;
          GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text) TO up_team WITH GRANT OPTION;
-         GRANT EXECUTE ON FUNCTION seqgen_drop(text) TO up_app;"
+         GRANT EXECUTE ON FUNCTION seqgen_drop(text) TO up_app;
+         GRANT EXECUTE ON FUNCTION seqgen_set_template(text, text, text) TO up_app;
+         DO $$ BEGIN
+           IF to_regprocedure('seqgen_restart(text, bigint)') IS NOT NULL THEN
+             GRANT EXECUTE ON FUNCTION seqgen_restart(text, bigint) TO up_team;
+             GRANT EXECUTE ON FUNCTION seqgen_snowflake_advance(bigint) TO up_app;
+           END IF;
+         END $$;"
     ));
     let version: String =
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
@@ -224,6 +231,11 @@ fn upgrade(old: &str, from: &str, port: u16) {
         ("SELECT * FROM seqgen_status()", "seqgen_status"),
         ("SELECT seqgen_config()", "seqgen_config"),
         ("SELECT * FROM seqgen_apply('{}')", "seqgen_apply"),
+        // through their old signatures, without the options 0.6.0 added (which arrive as NULL):
+        // refused for the version, not for a NULL option
+        ("SELECT seqgen_create('pre_update')", "seqgen_create"),
+        ("SELECT seqgen_restart('seg', 5000000)", "seqgen_restart"),
+        ("SELECT seqgen_set_template('plain', 'Q{seq:8}')", "seqgen_set_template"),
     ] {
         // (configuration documents came in 0.4.0)
         if c.one_i64(&format!("SELECT count(*) FROM pg_proc WHERE proname = '{f}'")) == 0 {
@@ -304,26 +316,40 @@ fn upgrade(old: &str, from: &str, port: u16) {
     let all: Vec<&String> = before.3.iter().chain(&after.3).collect();
     assert_unique_numbers(&format!("upgrade {from} -> {NEW}, order numbers"), &all);
 
-    // seqgen_create and seqgen_drop took new signatures (if_not_exists, missing_ok) in 0.6.0:
-    // the grants on the old ones are on the new ones, and no other
+    // seqgen_create and seqgen_drop took new signatures (if_not_exists, missing_ok) in 0.6.0, and
+    // the overloads with an option became one function with a DEFAULT: the grants on the old
+    // ones are on the new ones, and no other (seqgen_restart and seqgen_snowflake_advance came
+    // in 0.2.0)
+    let since_0_2 = from != "0.1.0";
     for (role, function, privilege, expected) in [
         ("up_team", "seqgen_create(text, integer, bigint, text, boolean)", "EXECUTE WITH GRANT OPTION", true),
         ("up_app", "seqgen_drop(text, boolean)", "EXECUTE", true),
         ("up_app", "seqgen_drop(text, boolean)", "EXECUTE WITH GRANT OPTION", false),
         ("up_app", "seqgen_create(text, integer, bigint, text, boolean)", "EXECUTE", false),
         ("up_team", "seqgen_drop(text, boolean)", "EXECUTE", false),
+        ("up_app", "seqgen_set_template", "EXECUTE", true),
+        ("up_team", "seqgen_set_template", "EXECUTE", false),
+        ("up_team", "seqgen_restart", "EXECUTE", since_0_2),
+        ("up_app", "seqgen_restart", "EXECUTE", false),
+        ("up_app", "seqgen_snowflake_advance", "EXECUTE", since_0_2),
     ] {
         let has: bool = c
             .connect()
-            .query_one(&format!("SELECT has_function_privilege('{role}', '{function}', '{privilege}')"), &[])
+            .query_one(
+                &format!(
+                    "SELECT has_function_privilege('{role}', '{function}'::{}::oid, '{privilege}')",
+                    if function.contains('(') { "regprocedure" } else { "regproc" }
+                ),
+                &[],
+            )
             .unwrap()
             .get(0);
         assert_eq!(has, expected, "{role}: {privilege} on {function} after the upgrade from {from}");
     }
     // (the fresh install below has no such grants)
     c.sql(
-        "REVOKE ALL ON FUNCTION seqgen_create(text, integer, bigint, text, boolean) FROM up_team CASCADE;
-         REVOKE ALL ON FUNCTION seqgen_drop(text, boolean) FROM up_app;",
+        "REVOKE ALL ON FUNCTION seqgen_create, seqgen_drop, seqgen_set_template, seqgen_restart,
+           seqgen_snowflake_advance FROM up_team, up_app CASCADE;",
     );
     // the upgraded catalog is the one a fresh install creates
     let upgraded = catalog_shape(&mut c.connect());
