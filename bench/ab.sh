@@ -3,8 +3,10 @@
 # thousand tags in turn, beside their floors, on twin clusters (private copies of the same
 # PostgreSQL, one release build each), in alternating rounds so that drift hits both alike.
 #
-#   bash bench/ab.sh <commit>          # e.g. bash bench/ab.sh HEAD~3 (about 6 minutes)
+#   bash bench/ab.sh <commit>          # e.g. bash bench/ab.sh HEAD~3 (about 3 minutes)
 #
+# It builds this working tree as it is (uncommitted changes too), and makes every file in it
+# newer than the last build (cargo decides what to rebuild by file times).
 # Prints the median ns per row of each version and the ratio of this tree to the commit.
 PG_MAJORS=${PG_MAJOR:-15}
 . "$(dirname "$0")/../scripts/lib.sh"
@@ -29,6 +31,10 @@ package() {
         exit 1
     fi
 }
+# clusters left running by an earlier run that stopped half-way go first, then their files
+cluster_stop "$AB/base" immediate 2>/dev/null || true
+cluster_stop "$AB/this" immediate 2>/dev/null || true
+trap 'cluster_stop "$AB/base" fast; cluster_stop "$AB/this" fast' EXIT
 rm -rf "$AB" && mkdir -p "$AB/base-src" && chmod a+rx "$AB"
 git -C "$ROOT" archive "$BASE" | tar -x -C "$AB/base-src"
 say "building $BASE ($(git -C "$ROOT" rev-parse --short "$BASE")) and this tree"
@@ -42,7 +48,6 @@ for v in base:55531 this:55532; do
     psql_at "$AB/$name" "$port" -f "$BENCH_DIR/setup.sql" \
         -c "SELECT count(seqgen_create('t' || g, 1000)) FROM generate_series(0, 999) g" >/dev/null
 done
-trap 'cluster_stop "$AB/base" fast; cluster_stop "$AB/this" fast' EXIT
 say "$ROUNDS alternating rounds of $ROWS rows"
 : >"$AB/rounds.tsv"
 for round in $(seq "$ROUNDS"); do

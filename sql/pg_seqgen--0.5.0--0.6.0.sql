@@ -1034,12 +1034,16 @@ BEGIN
         ('@extschema@.seqgen_snowflake_advance(pg_catalog.int8)'::pg_catalog.regprocedure,
          '@extschema@.seqgen_snowflake_advance(pg_catalog.int8, pg_catalog.bool)'::pg_catalog.regprocedure)) AS v(old, new)
     LOOP
+        -- (PostgreSQL records each copy as granted by the function's owner: a grant that a
+        -- role with the grant option made is no longer that role's to revoke)
         FOR g IN SELECT a.grantee, a.is_grantable
                    FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
                   WHERE p.oid OPERATOR(pg_catalog.=) f.old AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
                     AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
         LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', f.new,
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.%I(%s) TO %s%s',
+                (SELECT proname FROM pg_catalog.pg_proc WHERE oid OPERATOR(pg_catalog.=) f.new),
+                pg_catalog.pg_get_function_identity_arguments(f.new),
                 CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
                 CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
         END LOOP;

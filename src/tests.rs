@@ -1278,6 +1278,16 @@ mod tests {
         s.batch_execute("SET ROLE seqgen_cv_role").unwrap();
         assert_eq!((one(&mut s, cur), one(&mut s, last)), (Err("42501".into()), Err("42501".into())));
         s.batch_execute("RESET ROLE").unwrap();
+        // a tag dropped and created again without the role's grant: its values are not the
+        // role's to read any more (the drop retired the slot the cached answer was for)
+        autonomous("SELECT seqgen_create('t_cv3', 10); SELECT seqgen_grant('t_cv3', 'seqgen_cv_role')");
+        s.batch_execute("SET ROLE seqgen_cv_role").unwrap();
+        let g = one(&mut s, "SELECT seqgen_next('t_cv3')").unwrap();
+        assert_eq!(one(&mut s, "SELECT seqgen_currval('t_cv3')"), Ok(g));
+        autonomous("SELECT seqgen_drop('t_cv3'); SELECT seqgen_create('t_cv3', 10)");
+        let refused = Err::<i64, String>("42501".into());
+        assert_eq!((one(&mut s, "SELECT seqgen_currval('t_cv3')"), one(&mut s, last)), (refused.clone(), refused));
+        s.batch_execute("RESET ROLE").unwrap();
         // the slot moved on (a restart retires it), and a draw refused to another role let go
         // of the session's entry: the value is kept by name
         autonomous("SELECT seqgen_restart('t_cv', 1000000)");

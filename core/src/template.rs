@@ -242,9 +242,13 @@ fn field(inner: &str, pos: usize) -> Result<Part, TemplateError> {
     };
     let part = match (name, arg) {
         ("seq", Some(a)) => {
-            let (w, options) = a.split_once(':').unwrap_or((a, ""));
+            let (w, options) = match a.split_once(':') {
+                Some((w, options)) => (w, Some(options)),
+                None => (a, None),
+            };
             let (mut opaque, mut base32) = (false, false);
-            for option in options.split(':').take_while(|_| !options.is_empty()) {
+            // every piece after a colon is an option (an empty one too: `{seq:4:}` is refused)
+            for option in options.into_iter().flat_map(|o| o.split(':')) {
                 let seen = match option {
                     "opaque" => std::mem::replace(&mut opaque, true),
                     "b32" => std::mem::replace(&mut base32, true),
@@ -1029,6 +1033,8 @@ mod tests {
         assert!(e("{seq:4:opaque:opaque}").contains("option 'opaque' given twice"));
         assert!(e("{seq:4:hex}").contains("unknown {seq} option 'hex' (the options are opaque and b32)"));
         assert!(e("{seq:4:b32:}").contains("unknown {seq} option ''"));
+        assert!(e("{seq:4:}").contains("unknown {seq} option ''"));
+        assert!(e("{seq:4::b32}").contains("unknown {seq} option ''"));
         assert!(e("{seq:4:B32}").contains("unknown {seq} option 'B32'"));
         let check = parse("N{seq:4:b32}{check}").unwrap_err();
         assert_eq!(check.pos, 13);

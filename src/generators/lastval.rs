@@ -35,7 +35,12 @@ fn currval(tag: &str) -> Result<i64> {
 
 fn lastval() -> Result<i64> {
     let (value, tag, known) = directory::latest_drawn().ok_or(SeqgenError::NotYetDrawn(None))?;
-    check_may_read(&tag, known).map(|()| value)
+    match check_may_read(&tag, known) {
+        Ok(()) => Ok(value),
+        // the tag was dropped since: as lastval after its sequence was dropped
+        Err(SeqgenError::UnknownTag(_) | SeqgenError::UnknownTagDrawn { .. }) => Err(SeqgenError::NotYetDrawn(None)),
+        Err(e) => Err(e),
+    }
 }
 
 /// The value `seqgen_next(biz_tag)` last returned to this session, like `currval`: 55000 when

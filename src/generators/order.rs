@@ -121,7 +121,7 @@ fn seqgen_set_template_allow(
     allow_repeats: default!(Option<bool>, false),
 ) {
     let (tag, template) = (required(biz_tag, "biz_tag"), required(template, "template"));
-    let allow = crate::plumbing::catalog::option(allow_repeats, "allow_repeats").or_raise();
+    let allow = required(allow_repeats, "allow_repeats");
     let zone = required(time_zone, "time_zone");
     set_template(tag, template, zone, allow).or_raise()
 }

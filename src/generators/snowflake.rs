@@ -446,7 +446,7 @@ pub fn report_failure(h: &Header, kind: Kind, c: u32) {
 /// 58000 until the clock reaches it; `seqgen_snowflake_rewind` is the way back from a mistake).
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_snowflake_advance")]
 fn seqgen_snowflake_advance_force(min_id: Option<i64>, force: default!(Option<bool>, false)) -> i64 {
-    let force = crate::plumbing::catalog::option(force, "force").or_raise();
+    let force = required(force, "force");
     let min_id = required(min_id, "min_id");
     crate::plumbing::wait::begin_call();
     advance(min_id, force).or_raise()

@@ -54,10 +54,17 @@ fn seqgen_create_if_not_exists(
     description: default!(Option<&str>, "NULL"),
     if_not_exists: default!(Option<bool>, false),
 ) {
-    let skip = catalog::option(if_not_exists, "if_not_exists").or_raise();
+    let skip = required(if_not_exists, "if_not_exists");
     match create(biz_tag, step, start_with, description) {
         // as CREATE SEQUENCE IF NOT EXISTS: the tag that exists is left as it is
-        Err(SeqgenError::DuplicateTag(tag)) if skip => notice!("tag \"{tag}\" already exists, skipping"),
+        Err(SeqgenError::DuplicateTag(tag)) if skip => {
+            // with 42710, as PostgreSQL's IF NOT EXISTS notices carry their condition
+            ereport!(
+                NOTICE,
+                PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+                format!("tag \"{tag}\" already exists, skipping")
+            );
+        }
         r => r.or_raise(),
     }
 }
@@ -143,7 +150,7 @@ pub(crate) fn create_row(
 /// Drop a tag. Its slot is retired when the calling transaction commits.
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_drop")]
 fn seqgen_drop_missing_ok(biz_tag: Option<&str>, missing_ok: default!(Option<bool>, false)) {
-    let skip = catalog::option(missing_ok, "missing_ok").or_raise();
+    let skip = required(missing_ok, "missing_ok");
     match drop_tag(required(biz_tag, "biz_tag")) {
         // as DROP SEQUENCE IF EXISTS
         Err(SeqgenError::UnknownTag(tag)) if skip => notice!("tag \"{tag}\" does not exist, skipping"),
@@ -274,7 +281,7 @@ pub(crate) fn alter(tag: Option<&str>, step: Option<i32>, description: Option<&s
 /// until the caller commits).
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_restart")]
 fn seqgen_restart_force(biz_tag: Option<&str>, start_with: Option<i64>, force: default!(Option<bool>, false)) {
-    let force = catalog::option(force, "force").or_raise();
+    let force = required(force, "force");
     restart(required(biz_tag, "biz_tag"), required(start_with, "start_with"), force).or_raise()
 }
 

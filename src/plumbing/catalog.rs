@@ -621,19 +621,6 @@ pub fn require_current() -> crate::plumbing::error::Result<()> {
     }
 }
 
-/// An option of an administrative call (a parameter with a DEFAULT): a NULL is 22004 naming it.
-/// A catalog of a version before the option calls the function through its old signature,
-/// which lacks the argument (it arrives as a NULL): that is 55000 with the hint to update.
-pub fn option(value: Option<bool>, name: &'static str) -> crate::plumbing::error::Result<bool> {
-    match value {
-        Some(v) => Ok(v),
-        None => {
-            require_current()?;
-            Err(crate::plumbing::error::SeqgenError::NullArgument(name))
-        }
-    }
-}
-
 /// The installed version of pg_seqgen in this database, if it is installed.
 pub fn extension_version(client: &SpiClient<'_>) -> spi::Result<Option<String>> {
     let t = client.select(

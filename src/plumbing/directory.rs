@@ -286,6 +286,15 @@ impl Cache {
         Some(at as usize)
     }
 
+    /// Does entry `at` answer "may the current user draw" without the catalog: its privilege
+    /// stamp is current and its slot still serves the tag it resolved (a grant changes the
+    /// stamp's epoch, but a drop and a re-creation of the tag do not: they retire the slot).
+    fn may_draw_at(&self, at: usize) -> bool {
+        let current = self.area.is_some_and(|a| self.entries[at].acl.is_current(&a.acl_epoch));
+        let r = self.colds[at].r;
+        current && r.slot.gen().load(Ordering::Acquire) == r.gen
+    }
+
     /// `tag`'s entry, as the last tag's is kept.
     fn find_entry(&self, tag: &str) -> Option<Entry> {
         let at = self.find_at(tag)?;
@@ -520,8 +529,7 @@ pub fn drawn_value(tag: &str) -> Option<(i64, bool)> {
     let c = CACHE.get();
     if let Some(at) = c.find_at(tag) {
         if let Some(v) = c.drawn.value_at(at) {
-            let allowed = c.area.is_some_and(|a| c.entries[at].acl.is_current(&a.acl_epoch));
-            return Some((v, allowed));
+            return Some((v, c.may_draw_at(at)));
         }
     }
     c.drawn.spilled(tag.as_bytes()).map(|v| (v, false))
@@ -533,10 +541,7 @@ pub fn latest_drawn() -> Option<(i64, String, bool)> {
     let c = CACHE.get();
     let (v, at) = c.drawn.latest()?;
     let (name, allowed) = match at {
-        Latest::At(at) => (
-            Cache::name_of(&c.names, &c.entries[at]),
-            c.area.is_some_and(|a| c.entries[at].acl.is_current(&a.acl_epoch)),
-        ),
+        Latest::At(at) => (Cache::name_of(&c.names, &c.entries[at]), c.may_draw_at(at)),
         Latest::Name(name) => (name, false),
     };
     let name = String::from_utf8_lossy(name);

@@ -563,6 +563,16 @@ impl Run {
                  CREATE TABLE fz_cols (c_a bigint DEFAULT seqgen_next('a'), c_b bigint DEFAULT seqgen_next('b'),
                    c_c text DEFAULT 'C-' || seqgen_order_no('c'::varchar, 'k'), c_d bigint DEFAULT seqgen_next('d', 'k') + 1);
                  GRANT INSERT, SELECT ON gl_t, gl_t0, gl_t1, gl_tx, gl_d TO fz_app;
+                 -- a draw's currval and lastval: the value as text, or what went wrong (an error
+                 -- of either would otherwise pass for a refused draw); waits stay errors
+                 CREATE FUNCTION fz_check(t text, v bigint) RETURNS text LANGUAGE plpgsql AS $f$
+                 BEGIN
+                   IF seqgen_currval(t) = v AND seqgen_lastval() = v THEN RETURN v::text; END IF;
+                   RETURN format('currval %s and lastval %s after drawing %s', seqgen_currval(t), seqgen_lastval(), v);
+                 EXCEPTION
+                   WHEN lock_not_available OR serialization_failure THEN RAISE;
+                   WHEN others THEN RETURN format('currval or lastval raised %s after drawing %s', SQLSTATE, v);
+                 END $f$;
                  GRANT UPDATE (no) ON gl_t, gl_t0, gl_t1, gl_tx TO fz_app;",
             )
             .unwrap();
@@ -817,12 +827,10 @@ impl Run {
         let db = s % 2;
         let sql = match d {
             // with the session's currval and lastval, which must be the value just drawn
-            Draw::Next(t) => format!(
-                "SELECT CASE WHEN seqgen_currval('{t}') = v AND seqgen_lastval() = v THEN v::text \
-                 ELSE format('currval %s and lastval %s after drawing %s', seqgen_currval('{t}'), seqgen_lastval(), v) END \
-                 FROM (SELECT seqgen_next('{t}') AS v OFFSET 0) x",
-                t = TAGS[*t]
-            ),
+            // (fz_check says otherwise in text, which is not a bigint: a violation)
+            Draw::Next(t) => {
+                format!("SELECT fz_check('{t}', v) FROM (SELECT seqgen_next('{t}') AS v OFFSET 0) x", t = TAGS[*t])
+            }
             Draw::InTurn(k) => format!(
                 "SELECT (g % {n}) || ':' || seqgen_next((ARRAY['{}'])[1 + g % {n}]) FROM generate_series(1, {}) g",
                 TAGS.join("','"),

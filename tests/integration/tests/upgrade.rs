@@ -149,9 +149,11 @@ fn upgrade(old: &str, from: &str, port: u16) {
          SELECT seqgen_set_template('rep', '{{dd}}-{{seq:5}}'{allow});
          SELECT seqgen_create('opq', 100);
          SELECT seqgen_make_opaque('opq');
-         DROP ROLE IF EXISTS up_team; DROP ROLE IF EXISTS up_app;
-         CREATE ROLE up_team; CREATE ROLE up_app;
+         CREATE ROLE up_team; CREATE ROLE up_app; CREATE ROLE up_sub;
          GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text) TO up_team WITH GRANT OPTION;
+         SET ROLE up_team;
+         GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text) TO up_sub;
+         RESET ROLE;
          GRANT EXECUTE ON FUNCTION seqgen_drop(text) TO up_app;
          GRANT EXECUTE ON FUNCTION seqgen_set_template(text, text, text) TO up_app;
          DO $$ BEGIN
@@ -332,6 +334,7 @@ fn upgrade(old: &str, from: &str, port: u16) {
         ("up_team", "seqgen_restart", "EXECUTE", since_0_2),
         ("up_app", "seqgen_restart", "EXECUTE", false),
         ("up_app", "seqgen_snowflake_advance", "EXECUTE", since_0_2),
+        ("up_sub", "seqgen_create", "EXECUTE", true),
     ] {
         let has: bool = c
             .connect()
@@ -346,10 +349,27 @@ fn upgrade(old: &str, from: &str, port: u16) {
             .get(0);
         assert_eq!(has, expected, "{role}: {privilege} on {function} after the upgrade from {from}");
     }
+    // a grant made by a role with the grant option is copied as the owner's (PostgreSQL lets
+    // no one else be named as the grantor of a function's privilege)
+    let grantor: String = c
+        .connect()
+        .query_one(
+            "SELECT a.grantor::regrole::text FROM pg_proc p, aclexplode(p.proacl) a
+              WHERE p.oid = 'seqgen_create'::regproc AND a.grantee = 'up_sub'::regrole",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let owner: String = c
+        .connect()
+        .query_one("SELECT proowner::regrole::text FROM pg_proc WHERE oid = 'seqgen_create'::regproc", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(grantor, owner, "the grantor of up_sub's grant after the upgrade from {from}");
     // (the fresh install below has no such grants)
     c.sql(
         "REVOKE ALL ON FUNCTION seqgen_create, seqgen_drop, seqgen_set_template, seqgen_restart,
-           seqgen_snowflake_advance FROM up_team, up_app CASCADE;",
+           seqgen_snowflake_advance FROM up_team, up_app, up_sub CASCADE;",
     );
     // the upgraded catalog is the one a fresh install creates
     let upgraded = catalog_shape(&mut c.connect());
