@@ -7,7 +7,7 @@
 #   BENCH_SECONDS=5 bash bench/run.sh # shorter pgbench runs
 #   PG_MAJOR=18 bash bench/run.sh     # on PostgreSQL 18 (adds its built-in uuidv7())
 #
-# Prints a Markdown table; the README shows the latest one.
+# Prints Markdown tables; docs/benchmarks.md shows the latest ones.
 PG_MAJORS=${PG_MAJOR:-15}  # Debian's PostgreSQL 15 unless PG_MAJOR says otherwise (16, 18)
 . "$(dirname "$0")/../scripts/lib.sh"
 
@@ -160,7 +160,7 @@ pgbench_run old_step100_2 "SELECT seqgen_next('p');" "$OLD_DIR" "$OLD_PORT"
 set_adaptive on
 
 psql_at "$DIR" "$PORT" -At -c "SELECT biz_tag, waits FROM seqgen_status()" > "$OUT/waits.tsv"
-# the tables on stdout; the chart into docs/ (the README shows it above the tables)
+# the tables on stdout; the chart into docs/ (docs/benchmarks.md shows it above the tables)
 "$BENCH_VENV/bin/python" "$BENCH_DIR/report.py" "$OUT" "$SECONDS_EACH" "$ROWS" "$PG_MAJOR" "$ROOT/docs/bench-pg$PG_MAJOR.png"
 
 say "gapless numbers: bench/gapless.sh"

@@ -446,7 +446,7 @@ mod tests {
         Spi::run("SELECT seqgen_drop('t_dup_nope', missing_ok => true)").unwrap();
         assert_eq!(catalog(""), before);
         refused("SELECT seqgen_drop('t_dup_nope')", ERRCODE_UNDEFINED_OBJECT);
-        // the README's example: created, skipped, dropped, skipped
+        // the docs' example: created, skipped, dropped, skipped
         Spi::run("SELECT seqgen_create('t_ine', step => 1000, if_not_exists => true)").unwrap();
         assert_eq!(one("SELECT step FROM seqgen.alloc WHERE biz_tag = 't_ine'"), 1000);
         Spi::run("SELECT seqgen_create('t_ine', step => 10, if_not_exists => true)").unwrap();
@@ -1305,7 +1305,7 @@ mod tests {
         assert_eq!(one(&mut s, cur), Ok(f));
         s.batch_execute("DISCARD SEQUENCES").unwrap();
         assert_eq!((one(&mut s, cur), one(&mut s, last)), (no(), no()));
-        // the README's example: the INSERT's DEFAULTs draw, currval gives the last of them
+        // the docs' example: the INSERT's DEFAULTs draw, currval gives the last of them
         s.batch_execute(
             "CREATE TEMP TABLE cv_orders (id bigint PRIMARY KEY DEFAULT seqgen_next('t_cv'), customer text)",
         )
@@ -1344,7 +1344,7 @@ mod tests {
 
     #[pg_test]
     fn base32_order_numbers_sort_read_back_and_refuse_a_check_digit() {
-        // the README's example
+        // the docs' example
         autonomous("SELECT seqgen_create('ticket_no', 50)");
         autonomous("SELECT seqgen_set_template('ticket_no', 'T{yyyy}{MM}{dd}-{seq:4:b32}', 'Asia/Shanghai')");
         assert_eq!(
@@ -2030,7 +2030,7 @@ mod tests {
         let (code, msg) = error_of("SELECT seqgen_decode('0I5')").unwrap();
         assert_eq!(code, ERRCODE_INVALID_TEXT_REPRESENTATION);
         assert_eq!(msg, "invalid bigint ID text: \"0I5\" has \"I\" at position 2");
-        // the README's examples
+        // the docs' examples
         autonomous("SELECT seqgen_create('ticket')");
         Spi::run(
             "CREATE TABLE tickets ( \
@@ -2180,7 +2180,7 @@ mod tests {
             .get(0);
         assert_eq!(revealed, 50);
         rr.batch_execute("COMMIT").unwrap();
-        // the README's example, a column DEFAULT; NULL in and NULL out
+        // the docs' example, a column DEFAULT; NULL in and NULL out
         autonomous("SELECT seqgen_create('coupon'); SELECT seqgen_make_opaque('coupon')");
         Spi::run(
             "SELECT seqgen_next_code('coupon'); SELECT seqgen_next_code('coupon', 6); \

@@ -1,7 +1,8 @@
 //! Every error pg_seqgen raises, mapped to its SQLSTATE in one place.
 //!
 //! pgrx can only raise the SQLSTATEs PostgreSQL itself defines, so each condition is mapped to
-//! the closest standard code; the README lists the mapping.
+//! the closest standard code; docs/errors.md lists the mapping (its SQLSTATE table is generated
+//! from this file by tests/integration/tests/docs.rs).
 
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::pg_sys::panic::ErrorReport;

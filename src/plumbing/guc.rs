@@ -1,4 +1,4 @@
-//! Settings, all under `seqgen.*`. Each is documented in the README with its default.
+//! Settings, all under `seqgen.*`. Each has a row in docs/settings.md (docs.rs checks it).
 
 use std::ffi::CString;
 use std::time::Duration;
