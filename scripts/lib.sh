@@ -63,6 +63,15 @@ ensure_deps() {
     use_major "$PG_MAJOR"
 }
 
+# mdBook, which builds the book in docs/ (tests/run.sh builds it), when missing.
+MDBOOK_VERSION=0.5.4
+ensure_mdbook() {
+    if ! mdbook --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then
+        say "installing mdbook $MDBOOK_VERSION (about a minute)"
+        cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features --features search
+    fi
+}
+
 # The majors of PG_MAJORS that run on this machine directly (all but ROOT_MAJOR on Debian 12).
 host_majors() {
     local m

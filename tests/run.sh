@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole pg_seqgen test suite, on a fresh machine or again on this one:
-#   1. the functional core: cargo test -p seqgen-core (unit and property tests, no PostgreSQL)
+#   1. the functional core: cargo test -p seqgen-core (unit and property tests, no PostgreSQL),
+#      and the book: mdbook build docs (mdBook, installed when missing)
 # then, for every major in PG_MAJORS (default "15 16 17 18"; 16 and 18 from pinned PyPI wheels,
 # 17 from Debian 13's packages in a Debian 13 root, where steps 2 to 4 run in turn, see
 # scripts/debian13.sh; PG_MAJORS=18 bash tests/run.sh for one):
@@ -9,7 +10,8 @@
 #      sessions, crashes, standbys, dump/restore, operator faults, several databases, the
 #      upgrades from released versions (cargo test -p seqgen-integration; each built from
 #      history for the major by scripts/old_version.sh, see "Which old releases" below), the
-#      operation fuzzer, and on 15 a Citus cluster (Citus 13.2 built once from
+#      operation fuzzer, the documentation (every function and setting has its page, every SQL
+#      example runs and prints what its page shows: tests/integration/tests/docs.rs), and on 15 a Citus cluster (Citus 13.2 built once from
 #      ../shared/citus: scripts/citus.sh); three test files at a time, two beside Citus
 #      (tests/integration/run.sh).
 #      The extension is installed as shipped (the release profile, with LTO) on the majors
@@ -107,6 +109,12 @@ if [ -z "${SEQGEN_IN_ROOT:-}" ]; then
     say "1/3 functional core: cargo test -p seqgen-core"
     stage "core (build and tests)"
     run cargo test -p seqgen-core --lib
+    # the book (docs/, mdBook): it must build; its pages are tested on every major below
+    # (tests/integration/tests/docs.rs: a page per function, the examples run)
+    say "the book: mdbook build docs"
+    stage "book (mdbook build)"
+    ensure_mdbook
+    run mdbook build docs
 fi
 
 for major in $PG_MAJORS; do

@@ -45,7 +45,7 @@ fn without_the_preload_calls_are_refused_and_the_session_lives() {
 
 /// Item 2 (in part): every function pg_seqgen puts in the user's schema has a COMMENT, so `\df+`
 /// describes it; internal ones say so. The descriptions are kept in one place, the end of
-/// `sql/functions.sql`, and the update script from 0.5.0 carries the same block (the upgrade
+/// `sql/functions.sql` (generated from docs/reference, see docs.rs), and the update script from 0.5.0 carries the same block (the upgrade
 /// tests compare every function's description after the update with a fresh install's).
 #[test]
 fn every_function_has_a_comment() {
