@@ -1017,12 +1017,40 @@ CREATE OR REPLACE FUNCTION @extschema@."seqgen_snowflake_advance"(
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_snowflake_advance_force_wrapper';
+-- seqgen_uuidv7_rewind takes a uuid (it took the generator's bigint, ms << 21 | counter), and
+-- the UUIDv7 and 53-bit generators get an advance each, as snowflakes have: the failover
+-- runbook raises every floor with a call, none by editing the catalog (issue 31).
+CREATE FUNCTION @extschema@."seqgen_uuidv7_rewind"(
+	"to_id" uuid
+) RETURNS uuid
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_uuidv7_rewind_uuid_wrapper';
+CREATE FUNCTION @extschema@."seqgen_uuidv7_advance"(
+	"min_id" uuid,
+	"force" bool DEFAULT false
+) RETURNS uuid
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_uuidv7_advance_wrapper';
+CREATE FUNCTION @extschema@."seqgen_snowflake53_advance"(
+	"min_id" bigint,
+	"force" bool DEFAULT false
+) RETURNS bigint
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_snowflake53_advance_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_advance(pg_catalog.uuid, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_advance(pg_catalog.int8, pg_catalog.bool) FROM PUBLIC;
 DO $$
 DECLARE
     f record;
     g record;
 BEGIN
     FOR f IN SELECT * FROM (VALUES
+        ('@extschema@.seqgen_uuidv7_rewind(pg_catalog.int8)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_uuidv7_rewind(pg_catalog.uuid)'::pg_catalog.regprocedure),
         ('@extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text)'::pg_catalog.regprocedure,
          '@extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool)'::pg_catalog.regprocedure),
         ('@extschema@.seqgen_drop(pg_catalog.text)'::pg_catalog.regprocedure,
@@ -1055,6 +1083,7 @@ DROP FUNCTION @extschema@.seqgen_drop(pg_catalog.text);
 DROP FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8);
 DROP FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text);
 DROP FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8);
+DROP FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.int8);
 
 -- What each function is: its COMMENT (\df+ shows it), generated from the function's page in
 -- docs/reference, where the book shows the same text. The update script from 0.5.0 carries the
@@ -1123,6 +1152,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_set_node_bits(pg_catalog.text, pg_catalog
 COMMENT ON FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool) IS 'Set a tag''s order-number template and time zone; a template that could repeat a number is refused, unless allow_repeats';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake() IS 'Next snowflake ID: 64 bits, time-ordered, unique across the servers'' node ids, safe when the clock goes back';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake53() IS 'Next 53-bit snowflake ID (exact in JavaScript numbers), time-ordered and safe when the clock goes back';
+COMMENT ON FUNCTION @extschema@.seqgen_snowflake53_advance(pg_catalog.int8, pg_catalog.bool) IS 'Raise the 53-bit snowflake floor: later IDs are above min_id (after a failover); force takes one far ahead of the clock';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake53_at(pg_catalog.timestamptz) IS 'The smallest 53-bit snowflake ID of a time';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake53_decode(pg_catalog.int8) IS 'A 53-bit snowflake ID''s time, node and sequence';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake53_rewind(pg_catalog.int8) IS 'Superuser: take back a 53-bit snowflake reservation raised by mistake, down to to_id';
@@ -1135,9 +1165,10 @@ COMMENT ON FUNCTION @extschema@.seqgen_snowflake_status() IS 'The snowflake gene
 COMMENT ON FUNCTION @extschema@.seqgen_status() IS 'One row per tag the caller owns or may draw from (every tag for pg_monitor): step, reserved maximum, next value, prefetch, rate, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_template_unit(pg_catalog.text) IS 'The period in which a template''s counter restarts (day, month, ...), or none';
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7() IS 'Next UUIDv7 (RFC 9562): time-ordered and monotonic across the server, safe when the clock goes back';
+COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_advance(pg_catalog.uuid, pg_catalog.bool) IS 'Raise the UUIDv7 floor: later UUIDs are above min_id (after a failover); force takes one far ahead of the clock';
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_at(pg_catalog.timestamptz) IS 'The smallest UUIDv7 of a time (for range queries)';
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_decode(pg_catalog.uuid) IS 'A UUIDv7''s time and counter';
-COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.int8) IS 'Superuser: take back a UUIDv7 reservation raised by mistake (milliseconds << 21 | counter)';
+COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.uuid) IS 'Superuser: take back a UUIDv7 floor raised by mistake, down to to_id (at least the highest UUID issued), from the next restart';
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_status() IS 'The UUIDv7 generator: last time and counter, reservation, clock lag, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_worker_status() IS 'This database''s allocator (background worker): running, pid, last cycle, pending jobs, errors';
 -- </comments>

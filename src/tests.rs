@@ -1147,6 +1147,53 @@ mod tests {
         assert_eq!(sqlstate("SELECT seqgen_snowflake_advance(-1)"), Some(ERRCODE_INVALID_PARAMETER_VALUE));
     }
 
+    /// The failover runbook's calls for the other two clock-ordered generators (issue 31,
+    /// item 5): each takes an ID of its own type, raises at once, never lowers.
+    #[pg_test]
+    fn uuidv7_and_snowflake53_advance_raise_at_once_and_never_lower() {
+        let before = text("SELECT seqgen_uuidv7()::text");
+        // a few milliseconds ahead (within seqgen.snowflake_max_borrow; the other tests share
+        // the generators)
+        let target = text("SELECT seqgen_uuidv7_at(clock_timestamp() + interval '3 ms')::text");
+        let floor = text(&format!("SELECT seqgen_uuidv7_advance('{target}')::text"));
+        assert!(floor >= target, "{floor} < {target}");
+        let next = text("SELECT seqgen_uuidv7()::text");
+        assert!(next > target, "{next} <= {target} after the advance");
+        let again = text(&format!("SELECT seqgen_uuidv7_advance('{before}')::text"));
+        // (the position has random bits zero: compare time and counter)
+        let not_lower = one(&format!(
+            "SELECT ((SELECT (ts, counter) FROM seqgen_uuidv7_decode('{again}')) \
+                   >= (SELECT (ts, counter) FROM seqgen_uuidv7_decode('{next}')))::int"
+        ));
+        assert_eq!(not_lower, 1, "{again} went below {next}");
+        // a version 4 UUID is no floor; NULLs are 22004
+        assert_eq!(
+            sqlstate("SELECT seqgen_uuidv7_advance('00000000-0000-4000-8000-000000000000')"),
+            Some(ERRCODE_INVALID_PARAMETER_VALUE)
+        );
+        assert_eq!(sqlstate("SELECT seqgen_uuidv7_advance(NULL)"), Some(ERRCODE_NULL_VALUE_NOT_ALLOWED));
+        // an hour ahead is a likely mistake without force
+        assert_eq!(
+            sqlstate("SELECT seqgen_uuidv7_advance(seqgen_uuidv7_at(now() + interval '1 hour'))"),
+            Some(ERRCODE_INVALID_PARAMETER_VALUE)
+        );
+        // the rewind takes a uuid now, and refuses while the generator is near the clock
+        assert_eq!(
+            sqlstate("SELECT seqgen_uuidv7_rewind(seqgen_uuidv7_at(now()))"),
+            Some(ERRCODE_INVALID_PARAMETER_VALUE)
+        );
+
+        let before = one("SELECT seqgen_snowflake53()");
+        let target = one("SELECT seqgen_snowflake53_at(clock_timestamp() + interval '3 ms')");
+        let floor = one(&format!("SELECT seqgen_snowflake53_advance({target})"));
+        assert!(floor >= target, "{floor} < {target}");
+        let next = one("SELECT seqgen_snowflake53()");
+        assert!(next > target, "{next} <= {target} after the advance");
+        let again = one(&format!("SELECT seqgen_snowflake53_advance({before})"));
+        assert!(again >= next, "{again} < {next}");
+        assert_eq!(sqlstate("SELECT seqgen_snowflake53_advance(-1)"), Some(ERRCODE_INVALID_PARAMETER_VALUE));
+    }
+
     #[pg_test]
     fn order_numbers_need_grants() {
         autonomous("SELECT seqgen_create('t_tpl_priv')");

@@ -94,6 +94,19 @@ impl Kind {
         }
     }
 
+    /// An ID in the generator's units as users see it: a number, or for UUIDv7 the lowest UUID
+    /// of its millisecond and counter.
+    pub fn show(self, id: i64) -> String {
+        match self {
+            Kind::Uuid => {
+                let bits = seqgen_core::uuid::COUNTER_BITS;
+                let b = seqgen_core::uuid::compose(id >> bits, id as u64 & ((1 << bits) - 1), 0);
+                pgrx::datum::Uuid::from_bytes(b).to_string()
+            }
+            _ => id.to_string(),
+        }
+    }
+
     fn reservation(self) -> &'static str {
         match self {
             Kind::Snowflake => "snowflake reservation",
@@ -449,7 +462,7 @@ fn seqgen_snowflake_advance_force(min_id: Option<i64>, force: default!(Option<bo
     let force = required(force, "force");
     let min_id = required(min_id, "min_id");
     crate::plumbing::wait::begin_call();
-    advance(min_id, force).or_raise()
+    advance(Kind::Snowflake, min_id, force).or_raise()
 }
 
 /// The C symbol of `seqgen_snowflake_advance(bigint)` before 0.6.0, which a catalog not yet
@@ -459,13 +472,19 @@ fn seqgen_snowflake_advance(min_id: Option<i64>) -> i64 {
     seqgen_snowflake_advance_force(min_id, Some(false))
 }
 
-fn advance(min_id: i64, force: bool) -> Result<i64> {
+/// Raise generator `kind` at once so that every later ID is above `min_id` (in the generator's
+/// own units: for UUIDv7, `ms << 21 | counter`): see `seqgen_snowflake_advance`.
+pub fn advance(kind: Kind, min_id: i64, force: bool) -> Result<i64> {
     if min_id < 0 {
         return Err(SeqgenError::InvalidArgument(format!("min_id must not be negative, got {min_id}")));
     }
-    let layout = layout();
+    let layout = kind.layout();
     if layout.decode(min_id).is_none() {
-        return Err(SeqgenError::InvalidArgument(format!("{min_id} is not a snowflake ID of this layout")));
+        return Err(SeqgenError::InvalidArgument(format!(
+            "{} is not a {} ID of this layout",
+            kind.show(min_id),
+            kind.name()
+        )));
     }
     // the first timestamp of the IDs after the floor, against this server's clock
     let first = layout.ts_floor_for(min_id.saturating_add(1));
@@ -473,25 +492,27 @@ fn advance(min_id: i64, force: bool) -> Result<i64> {
     let borrow = guc::SNOWFLAKE_MAX_BORROW.get() as i64;
     if ahead > borrow && !force {
         return Err(SeqgenError::InvalidArgument(format!(
-            "{min_id} is {ahead} ms ({}) ahead of this server's clock, more than seqgen.snowflake_max_borrow ({borrow} ms): \
-             every snowflake call would fail until the clock reaches {}; pass force => true if that is really the floor",
+            "{} is {ahead} ms ({}) ahead of this server's clock, more than seqgen.snowflake_max_borrow ({borrow} ms): \
+             every {} call would fail until the clock reaches {}; pass force => true if that is really the floor",
+            kind.show(min_id),
             human_ms(ahead),
+            kind.name(),
             iso(first.saturating_add(layout.epoch_ms))
         )));
     }
     let h = directory::ready_header()?;
-    let sf = Kind::Snowflake.shared()?;
+    let sf = kind.shared()?;
     // every database's reservation must have been read first (else a later read could not
     // tell the two apart)
-    wait_loaded(h, Kind::Snowflake)?;
+    wait_loaded(h, kind)?;
     sf.gen.raise_above(min_id, layout);
     // Durable before it returns: wait until the worker has persisted a reservation above the
     // new floor, so a restart right after this call still resumes above `min_id`.
     let (last_ts, last_seq) = sf.gen.last(layout);
-    let area = Kind::Snowflake.area(h);
+    let area = kind.area(h);
     area.refresh_at.store(i64::MIN, Ordering::Release);
     if area.reserved.load(Ordering::Acquire) <= last_ts + 1 {
-        wait_for_reservation(Kind::Snowflake, last_ts + 1)?;
+        wait_for_reservation(kind, last_ts + 1)?;
     }
     Ok(layout.compose(last_ts, last_seq))
 }
@@ -521,8 +542,10 @@ fn seqgen_snowflake_rewind(to_id: Option<i64>) -> i64 {
     rewind(Kind::Snowflake, required(to_id, "to_id")).or_raise()
 }
 
-/// The same for the UUIDv7 reservation (`to_id` in its own units: unix ms << 21 | counter).
-#[pg_extern(volatile, parallel_unsafe)]
+/// The C symbol of `seqgen_uuidv7_rewind(bigint)` before 0.6.0 (`to_id` in the generator's
+/// units, unix ms << 21 | counter), which a catalog not yet updated calls; 0.6.0's takes a
+/// uuid (`uuid::seqgen_uuidv7_rewind_uuid`). No SQL.
+#[pg_extern(sql = false)]
 fn seqgen_uuidv7_rewind(to_id: Option<i64>) -> i64 {
     rewind(Kind::Uuid, required(to_id, "to_id")).or_raise()
 }
@@ -554,7 +577,7 @@ pub fn rewind(kind: Kind, to_id: i64) -> Result<i64> {
                 "database {} holds a {} up to {}: rewind to at least that",
                 other.db.load(Ordering::Acquire),
                 kind.reservation(),
-                layout.id_floor(reserved - 1)
+                kind.show(layout.id_floor(reserved - 1))
             )));
         }
     }
@@ -573,8 +596,9 @@ pub fn rewind(kind: Kind, to_id: i64) -> Result<i64> {
     .map_err(|e| SeqgenError::Internal(e.to_string()))?
     .unwrap_or(to_id);
     notice!(
-        "the {} of this database is {stored} now; restart the server for it to take effect (until then {} calls keep failing)",
+        "the {} of this database is {} now; restart the server for it to take effect (until then {} calls keep failing)",
         kind.reservation(),
+        kind.show(stored),
         kind.name()
     );
     Ok(stored)

@@ -56,6 +56,18 @@ fn seqgen_snowflake53_status() -> TableIterator<
     TableIterator::once((node, a, b, c, d, e, f, g, i))
 }
 
+/// Raise the 53-bit snowflake generator at once so that every later ID is above `min_id`, as
+/// `seqgen_snowflake_advance` does for snowflakes (the failover runbook's call for this
+/// generator; it never lowers it, and refuses a floor further ahead of the clock than
+/// `seqgen.snowflake_max_borrow` unless `force`).
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_snowflake53_advance(min_id: Option<i64>, force: default!(Option<bool>, false)) -> i64 {
+    let force = crate::plumbing::error::required(force, "force");
+    let min_id = crate::plumbing::error::required(min_id, "min_id");
+    crate::plumbing::wait::begin_call();
+    snowflake::advance(Kind::Snowflake53, min_id, force).or_raise()
+}
+
 /// The way back from a 53-bit floor accepted by mistake, as `seqgen_snowflake_rewind`.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_snowflake53_rewind(to_id: Option<i64>) -> i64 {

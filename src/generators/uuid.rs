@@ -17,7 +17,7 @@ use rand_chacha::ChaCha12Rng;
 use seqgen_core::uuid::{self as layout, COUNTER_BITS};
 
 use crate::generators::snowflake::{self, iso, status_row, to_timestamptz, unix_ms_of, Kind};
-use crate::plumbing::error::{OrRaise, Result, SeqgenError};
+use crate::plumbing::error::{required, OrRaise, Result, SeqgenError};
 
 thread_local! {
     /// This backend's CSPRNG, seeded on first use (never in the postmaster, so no two
@@ -70,6 +70,48 @@ fn uuid_at(ts: TimestampWithTimeZone) -> Result<Uuid> {
             iso(ms)
         ))
     })
+}
+
+/// A version 7 UUID in the generator's units, `ms << 21 | counter` (22023 for another version,
+/// or a millisecond past the generator's last, in 2109).
+fn generator_id(id: Uuid) -> Result<i64> {
+    let bytes: [u8; 16] = *id;
+    let d = layout::decode(&bytes).map_err(|e| SeqgenError::InvalidArgument(format!("{id} is {e}")))?;
+    if d.unix_ms >= 1 << layout::GENERATOR_TIME_BITS {
+        return Err(SeqgenError::InvalidArgument(format!(
+            "{id} is from {}, after 2109, the last millisecond of this generator",
+            iso(d.unix_ms)
+        )));
+    }
+    Ok(d.unix_ms << COUNTER_BITS | d.counter as i64)
+}
+
+/// The lowest UUID of a generator position (its random bits zero).
+fn uuid_of(id: i64) -> Uuid {
+    Uuid::from_bytes(layout::compose(id >> COUNTER_BITS, id as u64 & ((1 << COUNTER_BITS) - 1), 0))
+}
+
+/// Raise the UUIDv7 generator at once so that every later UUID is above `min_id`, as
+/// `seqgen_snowflake_advance` does for snowflakes: the failover runbook's call after the
+/// promotion of an asynchronous standby (give it the highest UUID the old primary may have
+/// issued, or `seqgen_uuidv7_at` of a moment after the failover). Never lowers the generator;
+/// a floor further ahead of the clock than `seqgen.snowflake_max_borrow` is refused unless
+/// `force`. Returns the generator's position, as the lowest UUID of its millisecond and counter.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_uuidv7_advance(min_id: Option<Uuid>, force: default!(Option<bool>, false)) -> Uuid {
+    let force = required(force, "force");
+    let min_id = generator_id(required(min_id, "min_id")).or_raise();
+    crate::plumbing::wait::begin_call();
+    uuid_of(snowflake::advance(Kind::Uuid, min_id, force).or_raise())
+}
+
+/// The way back from a UUIDv7 floor accepted by mistake, as `seqgen_snowflake_rewind`: lowers
+/// this database's persisted reservation to `to_id` (taking effect at the next restart).
+/// Superusers only. Returns the reservation now stored, as the lowest UUID of its position.
+#[pg_extern(volatile, parallel_unsafe, name = "seqgen_uuidv7_rewind")]
+fn seqgen_uuidv7_rewind_uuid(to_id: Option<Uuid>) -> Uuid {
+    let to_id = generator_id(required(to_id, "to_id")).or_raise();
+    uuid_of(snowflake::rewind(Kind::Uuid, to_id).or_raise())
 }
 
 /// The timestamp and counter of a version 7 UUID (22023 for other versions and variants).

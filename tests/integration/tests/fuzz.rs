@@ -239,8 +239,9 @@ enum Admin {
     Template(usize, usize, usize),
     Opaque(usize),
     NodeBits(usize, i32),
-    /// Advance the snowflake floor to the clock plus this many ms (without force).
-    Advance(i64),
+    /// Advance a clock-ordered generator's floor (0: snowflake, 1: UUIDv7, 2: 53-bit snowflake)
+    /// to the clock plus this many ms (without force).
+    Advance(usize, i64),
     /// Raise a reservation by hand (0: snowflake, 1: UUIDv7) to the clock plus this many ms.
     HandRaise(usize, i64),
     Grant(usize, bool),
@@ -397,7 +398,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     }
                     14 => Admin::Opaque(t),
                     15 => Admin::NodeBits(t, [2, 3][rng.random_range(0..2)]),
-                    16 => Admin::Advance([-1000, 500, 3_600_000][rng.random_range(0..3)]),
+                    16 => Admin::Advance(rng.random_range(0..3), [-1000, 500, 3_600_000][rng.random_range(0..3)]),
                     17..=18 => {
                         Admin::HandRaise(rng.random_range(0..2), [3_600_000, 500, -5000][rng.random_range(0..3)])
                     }
@@ -409,7 +410,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                         1 => Admin::ColumnTag(t),
                         _ => Admin::Status,
                     },
-                    _ => Admin::BadInput(rng.random_range(0..15)),
+                    _ => Admin::BadInput(rng.random_range(0..16)),
                 };
                 // a raise by an hour that commits would rightly refuse calls for an hour: only
                 // shapes that end in a rollback (or a refused PREPARE) for those
@@ -970,9 +971,15 @@ impl Run {
             }
             Admin::Opaque(t) => format!("SELECT seqgen_make_opaque('{}')", tag(t)),
             Admin::NodeBits(t, b) => format!("SELECT seqgen_set_node_bits('{}', {b})", tag(t)),
-            Admin::Advance(ms) => {
+            Admin::Advance(0, ms) => {
                 format!("SELECT seqgen_snowflake_advance(seqgen_snowflake_at(clock_timestamp() + interval '{ms} ms'))")
             }
+            Admin::Advance(1, ms) => {
+                format!("SELECT seqgen_uuidv7_advance(seqgen_uuidv7_at(clock_timestamp() + interval '{ms} ms'))::text")
+            }
+            Admin::Advance(_, ms) => format!(
+                "SELECT seqgen_snowflake53_advance(seqgen_snowflake53_at(clock_timestamp() + interval '{ms} ms'))"
+            ),
             Admin::HandRaise(0, ms) => format!(
                 "SET LOCAL lock_timeout = 1000; UPDATE seqgen.snowflake SET reserved_id = \
                  seqgen_snowflake_at(clock_timestamp() + interval '{ms} ms')"
@@ -1015,6 +1022,8 @@ impl Run {
                 "SELECT seqgen_set_template('c', 'N{seq:3}', NULL)",
                 "SELECT * FROM seqgen_apply(NULL)",
                 "SELECT seqgen_next_code('a', 99)",
+                // a version 4 UUID is no UUIDv7 floor
+                "SELECT seqgen_uuidv7_advance('00000000-0000-4000-8000-000000000000')::text",
             ][*i]
                 .to_string(),
             Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),

@@ -366,7 +366,7 @@ fn strangers_get_42501_and_learn_nothing() {
         "SELECT seqgen_set_template('theirs', 'H-{seq:5}')",
         "SELECT seqgen_make_opaque('gtheirs')",
         "SELECT seqgen_snowflake_rewind(1)",
-        "SELECT seqgen_uuidv7_rewind(1)",
+        "SELECT seqgen_uuidv7_rewind(seqgen_uuidv7_at(now()))",
         "SELECT seqgen_snowflake53_rewind(1)",
     ] {
         let e = s.batch_execute(sql).unwrap_err();

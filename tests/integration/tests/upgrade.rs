@@ -161,6 +161,9 @@ fn upgrade(old: &str, from: &str, port: u16) {
              GRANT EXECUTE ON FUNCTION seqgen_restart(text, bigint) TO up_team;
              GRANT EXECUTE ON FUNCTION seqgen_snowflake_advance(bigint) TO up_app;
            END IF;
+           IF to_regprocedure('seqgen_uuidv7_rewind(bigint)') IS NOT NULL THEN
+             GRANT EXECUTE ON FUNCTION seqgen_uuidv7_rewind(bigint) TO up_team;
+           END IF;
          END $$;"
     ));
     let version: String =
@@ -323,6 +326,8 @@ fn upgrade(old: &str, from: &str, port: u16) {
     // ones are on the new ones, and no other (seqgen_restart and seqgen_snowflake_advance came
     // in 0.2.0)
     let since_0_2 = from != "0.1.0";
+    // seqgen_uuidv7_rewind came in 0.4.0 with a bigint, and takes a uuid since 0.6.0
+    let since_0_4 = !["0.1.0", "0.2.0", "0.3.0"].contains(&from);
     for (role, function, privilege, expected) in [
         ("up_team", "seqgen_create(text, integer, bigint, text, boolean)", "EXECUTE WITH GRANT OPTION", true),
         ("up_app", "seqgen_drop(text, boolean)", "EXECUTE", true),
@@ -335,6 +340,8 @@ fn upgrade(old: &str, from: &str, port: u16) {
         ("up_app", "seqgen_restart", "EXECUTE", false),
         ("up_app", "seqgen_snowflake_advance", "EXECUTE", since_0_2),
         ("up_sub", "seqgen_create", "EXECUTE", true),
+        ("up_team", "seqgen_uuidv7_rewind(uuid)", "EXECUTE", since_0_4),
+        ("up_app", "seqgen_uuidv7_rewind(uuid)", "EXECUTE", false),
     ] {
         let has: bool = c
             .connect()
@@ -369,7 +376,7 @@ fn upgrade(old: &str, from: &str, port: u16) {
     // (the fresh install below has no such grants)
     c.sql(
         "REVOKE ALL ON FUNCTION seqgen_create, seqgen_drop, seqgen_set_template, seqgen_restart,
-           seqgen_snowflake_advance FROM up_team, up_app, up_sub CASCADE;",
+           seqgen_snowflake_advance, seqgen_uuidv7_rewind FROM up_team, up_app, up_sub CASCADE;",
     );
     // the upgraded catalog is the one a fresh install creates
     let upgraded = catalog_shape(&mut c.connect());
