@@ -52,8 +52,9 @@ fn pages() -> Vec<PathBuf> {
     out
 }
 
-/// A fenced block of a page: its language, the line numbers of its fences, its text, and the
-/// reason given for not running it (`<!-- not run: ... -->` on the line before).
+/// A fenced block of a page: its language, the line numbers of its fences, its text, the
+/// reason given for not running it (`<!-- not run: ... -->` on the line before), and whether
+/// the page means to show an error (`<!-- shows an error -->` on the line before).
 #[derive(Debug, Clone)]
 struct Block {
     lang: String,
@@ -61,6 +62,19 @@ struct Block {
     close: usize,
     text: String,
     not_run: Option<String>,
+    shows_error: bool,
+}
+
+/// The languages a fenced block of the book may have: `sql` runs, `text` is the output of the
+/// `sql` block above it, the others are shown only.
+const LANGUAGES: [&str; 4] = ["sql", "text", "sh", ""];
+
+/// Whether psql's output holds an error or a warning (a block that shows no output must
+/// print none).
+fn complains(output: &str) -> bool {
+    output
+        .lines()
+        .any(|l| ["ERROR:", "FATAL:", "WARNING:", "PANIC:"].iter().any(|p| l.starts_with(p)) || l.starts_with("error:"))
 }
 
 fn blocks(page: &str) -> Vec<Block> {
@@ -83,6 +97,7 @@ fn blocks(page: &str) -> Vec<Block> {
                 close,
                 text: lines[open + 1..close].join("\n"),
                 not_run,
+                shows_error: before == Some("<!-- shows an error -->"),
             });
             i = close + 1;
         } else {
@@ -257,6 +272,7 @@ fn reference_pages_describe_every_function_and_setting() {
         docs.iter().map(|d| (key(&d.name, &d.arguments, &d.result), d)).collect();
     assert_eq!(by_sig.len(), docs.len(), "a signature has two headings");
     let mut problems = vec![];
+    let sqlstates: BTreeSet<String> = errcodes().into_values().collect();
     let mut installed = BTreeSet::new();
     let (mut user_facing, mut internal) = (0, 0);
     for r in &rows {
@@ -316,6 +332,19 @@ fn reference_pages_describe_every_function_and_setting() {
             }
         }
         assert!(d.comment.len() <= 200 && !d.comment.ends_with('.'), "{sig}: a COMMENT is one short line");
+        // | Errors | `22004`, `42704` | (or "none of its own"): real SQLSTATEs
+        match d.rows.get("Errors").map(String::as_str) {
+            None => problems.push(format!("{sig}: no | Errors | row")),
+            Some("none of its own") => {}
+            Some(list) => {
+                for code in list.split(", ") {
+                    let code = code.trim_matches('`');
+                    if !sqlstates.contains(code) {
+                        problems.push(format!("{sig}: | Errors | names {code:?}, which is no SQLSTATE"));
+                    }
+                }
+            }
+        }
     }
     for sig in by_sig.keys() {
         if !installed.contains(sig) {
@@ -339,7 +368,8 @@ fn reference_pages_describe_every_function_and_setting() {
         let shown = match context.as_str() {
             "postmaster" => "restart",
             "sighup" => "reload",
-            "user" | "superuser" => "session",
+            "user" => "session",
+            "superuser" => "superuser",
             _ => "read-only",
         };
         match rows_named.get(&name) {
@@ -365,6 +395,22 @@ fn reference_pages_describe_every_function_and_setting() {
             problems.push(format!("docs/{rel} is not in docs/SUMMARY.md"));
         }
     }
+    // the blocks that are not run name functions that exist
+    let names: BTreeSet<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+    for p in pages().into_iter().chain([root().join("README.md")]) {
+        for b in blocks(&read(&p)).iter().filter(|b| b.not_run.is_some()) {
+            for (i, _) in b.text.match_indices("seqgen_") {
+                let name: String = b.text[i..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if b.text[i + name.len()..].starts_with('(') && !names.contains(&name) {
+                    problems.push(format!(
+                        "{}:{}: a block not run calls {name}, which does not exist",
+                        p.display(),
+                        b.open + 1
+                    ));
+                }
+            }
+        }
+    }
     // links between pages lead somewhere
     for p in pages().into_iter().chain([root().join("README.md")]) {
         let text = read(&p);
@@ -385,6 +431,26 @@ fn reference_pages_describe_every_function_and_setting() {
         problems.len()
     );
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// Every SQLSTATE PostgreSQL defines, by its `ERRCODE_` name: five characters each, from the
+/// server's `utils/errcodes.h`.
+fn errcodes() -> BTreeMap<String, String> {
+    let pg_config = std::env::var("SEQGEN_PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
+    let include =
+        String::from_utf8(Command::new(&pg_config).arg("--includedir-server").output().unwrap().stdout).unwrap();
+    let header = read(&Path::new(include.trim()).join("utils/errcodes.h"));
+    let mut codes = BTreeMap::new();
+    for line in header.lines() {
+        let Some(rest) = line.strip_prefix("#define ") else { continue };
+        let Some((name, value)) = rest.split_once(' ') else { continue };
+        let Some(chars) = value.trim().strip_prefix("MAKE_SQLSTATE(").and_then(|v| v.strip_suffix(')')) else {
+            continue;
+        };
+        let five: String = chars.split(',').map(|c| c.trim().trim_matches('\'')).collect();
+        codes.insert(name.to_string(), five);
+    }
+    codes
 }
 
 /// The SQLSTATE table of docs/errors.md, generated from src/plumbing/error.rs: each
@@ -451,21 +517,7 @@ fn sqlstate_table() -> String {
             }
         }
     }
-    // five characters of each ERRCODE_ name, from the server's headers
-    let pg_config = std::env::var("SEQGEN_PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let include =
-        String::from_utf8(Command::new(&pg_config).arg("--includedir-server").output().unwrap().stdout).unwrap();
-    let header = read(&Path::new(include.trim()).join("utils/errcodes.h"));
-    let mut codes = BTreeMap::new();
-    for line in header.lines() {
-        let Some(rest) = line.strip_prefix("#define ") else { continue };
-        let Some((name, value)) = rest.split_once(' ') else { continue };
-        let Some(chars) = value.trim().strip_prefix("MAKE_SQLSTATE(").and_then(|v| v.strip_suffix(')')) else {
-            continue;
-        };
-        let five: String = chars.split(',').map(|c| c.trim().trim_matches('\'')).collect();
-        codes.insert(name.to_string(), five);
-    }
+    let codes = errcodes();
     let mut rows: Vec<(String, String, String)> = vec![];
     for (errcode, vs) in &by_code {
         let (five, condition) = if errcode == "passed on" {
@@ -577,7 +629,23 @@ fn every_sql_example_runs_and_prints_what_the_page_shows() {
         let text = read(path);
         let rel = path.strip_prefix(root()).unwrap().display().to_string();
         let all = blocks(&text);
+        for b in &all {
+            if !LANGUAGES.contains(&b.lang.as_str()) {
+                problems.push(format!("{rel}:{}: a block of language {:?} (one of {LANGUAGES:?})", b.open + 1, b.lang));
+            }
+        }
         let sql: Vec<&Block> = all.iter().filter(|b| b.lang == "sql" && b.not_run.is_none()).collect();
+        for b in &sql {
+            // a statement left open would run into the next block's marker
+            let last = b
+                .text
+                .lines()
+                .map(|l| l.split(" --").next().unwrap().trim())
+                .rfind(|l| !l.is_empty() && !l.starts_with("--"));
+            if !last.is_some_and(|l| l.ends_with(';') || l.starts_with('\\')) {
+                problems.push(format!("{rel}:{}: the block's last statement does not end with ;", b.open + 1));
+            }
+        }
         for b in all.iter().filter(|b| b.lang == "sql") {
             if let Some(why) = &b.not_run {
                 assert!(!why.is_empty(), "{rel}:{}: say why a block is not run", b.open + 1);
@@ -605,6 +673,12 @@ fn every_sql_example_runs_and_prints_what_the_page_shows() {
             match expected {
                 Some(x) => {
                     compared += 1;
+                    if complains(got) && !b.shows_error {
+                        problems.push(format!(
+                            "{rel}:{}: an error or warning, and no <!-- shows an error --> before the block:\n{got}",
+                            b.open + 1
+                        ));
+                    }
                     if normalize(&x.text) != *got {
                         if bless() {
                             rewrites.push((x.open, x.close, got.clone()));
@@ -618,7 +692,7 @@ fn every_sql_example_runs_and_prints_what_the_page_shows() {
                     }
                 }
                 None => {
-                    if got.contains("ERROR:") {
+                    if complains(got) {
                         problems.push(format!("{rel}:{}: an error, and the page shows no output:\n{got}", b.open + 1));
                     }
                 }
@@ -635,7 +709,7 @@ fn every_sql_example_runs_and_prints_what_the_page_shows() {
         admin.batch_execute(&format!("DROP DATABASE {db} WITH (FORCE)")).unwrap();
         // a page that moves the clock-ordered generators' floors (an advance, a rewind, which
         // takes effect at a restart) leaves the next page a restarted server
-        if sql.iter().any(|b| b.text.contains("_rewind(") || b.text.contains("_advance(")) {
+        if sql.iter().any(|b| ["_rewind(", "_advance(", "UPDATE seqgen."].iter().any(|w| b.text.contains(w))) {
             drop(admin);
             c.stop("fast");
             c.start();
