@@ -164,9 +164,9 @@ fn documented() -> Vec<Documented> {
     out
 }
 
-/// `biz_tag text, step integer DEFAULT 1000` -> `pg_catalog.text, pg_catalog.int4`: the
-/// argument types of a signature, schema-qualified, for COMMENT ON FUNCTION.
-fn identity(arguments: &str) -> String {
+/// `biz_tag text, step integer DEFAULT 1000` -> `["biz_tag text", "step integer"]`: the input
+/// arguments of a signature, without their defaults.
+fn split_arguments(arguments: &str) -> Vec<&str> {
     let mut parts = vec![];
     let (mut depth, mut quoted, mut start) = (0, false, 0);
     let bytes = arguments.as_bytes();
@@ -185,12 +185,19 @@ fn identity(arguments: &str) -> String {
     if !arguments.trim().is_empty() {
         parts.push(&arguments[start..]);
     }
+    parts.into_iter().map(|p| p.split(" DEFAULT ").next().unwrap().trim()).filter(|p| !p.starts_with("OUT ")).collect()
+}
+
+/// The names of a signature's input arguments.
+fn argument_names(arguments: &str) -> Vec<String> {
+    split_arguments(arguments).iter().map(|p| p.split(' ').next().unwrap().trim_matches('"').to_string()).collect()
+}
+
+/// `biz_tag text, step integer DEFAULT 1000` -> `pg_catalog.text, pg_catalog.int4`: the
+/// argument types of a signature, schema-qualified, for COMMENT ON FUNCTION.
+fn identity(arguments: &str) -> String {
     let mut types = vec![];
-    for part in parts {
-        let part = part.split(" DEFAULT ").next().unwrap().trim();
-        if part.starts_with("OUT ") {
-            continue;
-        }
+    for part in split_arguments(arguments) {
         let (_name, ty) = part.split_once(' ').unwrap_or_else(|| panic!("argument {part:?} has no name"));
         let qualified = match ty {
             "text" => "text",
@@ -332,6 +339,21 @@ fn reference_pages_describe_every_function_and_setting() {
             }
         }
         assert!(d.comment.len() <= 200 && !d.comment.ends_with('.'), "{sig}: a COMMENT is one short line");
+        // | Returns | ... |, and a row of the Parameters table for each argument, and no other
+        if d.rows.get("Returns").is_none_or(|r| r.is_empty()) {
+            problems.push(format!("{sig}: no | Returns | row"));
+        }
+        let names = argument_names(&d.arguments);
+        for n in &names {
+            if d.rows.get(&format!("`{n}`")).is_none_or(|r| r.is_empty()) {
+                problems.push(format!("{sig}: parameter {n} has no row in the Parameters table"));
+            }
+        }
+        for row in d.rows.keys().filter(|k| k.starts_with('`')) {
+            if !names.iter().any(|n| *row == format!("`{n}`")) {
+                problems.push(format!("{sig}: the Parameters table names {row}, which is no argument"));
+            }
+        }
         // | Errors | `22004`, `42704` | (or "none of its own"): real SQLSTATEs
         match d.rows.get("Errors").map(String::as_str) {
             None => problems.push(format!("{sig}: no | Errors | row")),
