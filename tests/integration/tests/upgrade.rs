@@ -198,6 +198,29 @@ fn upgrade(old: &str, from: &str, port: u16) {
         (seg, opq, sf, ord)
     };
     let before = draw(&c);
+    // Objects that call pg_seqgen's functions, made on the old version (issue 31: the upgrade
+    // keeps every column DEFAULT, view, trigger and function body that uses the 0.x
+    // signatures working). DEFAULTs, views and triggers store the draws by OID; a PL/pgSQL or
+    // SQL body names them and is resolved at every call, also seqgen_set_template's 0.x form
+    // with three arguments, which 0.6.0 replaced by one with DEFAULTs.
+    let stored = |c: &Cluster| -> Vec<i64> {
+        let mut cl = c.connect();
+        cl.batch_execute("INSERT INTO up_rows (note) SELECT 'x' FROM generate_series(1, 50); SELECT up_settpl()")
+            .unwrap();
+        let mut seg: Vec<i64> = cl.query("SELECT id FROM up_view", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+        seg.push(cl.query_one("SELECT up_draw('seg')", &[]).unwrap().get(0));
+        seg
+    };
+    c.sql(
+        "CREATE TABLE up_rows (id bigint PRIMARY KEY DEFAULT seqgen_next('seg'),                                no text UNIQUE DEFAULT seqgen_order_no('plain'),                                sf bigint UNIQUE DEFAULT seqgen_snowflake(), note text, by_trigger text UNIQUE);
+         CREATE VIEW up_view AS SELECT seqgen_next('seg') AS id;
+         CREATE FUNCTION up_draw(t text) RETURNS bigint LANGUAGE plpgsql AS $$ BEGIN RETURN seqgen_next(t); END $$;
+         CREATE FUNCTION up_settpl() RETURNS void LANGUAGE sql AS $$ SELECT seqgen_set_template('plain', 'P{seq:8}', 'UTC') $$;
+         CREATE FUNCTION up_trg() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN NEW.by_trigger := seqgen_order_no('rep'); RETURN NEW; END $$;
+         CREATE TRIGGER up_trg BEFORE INSERT ON up_rows FOR EACH ROW EXECUTE FUNCTION up_trg();",
+    );
+    let stored_before = stored(&c);
     // 0.1.0 kept one counter per tag for every template: a daily template, then a monthly one
     // on the same day (its numbers continue the day's counter)
     let mut cl = c.connect();
@@ -254,6 +277,22 @@ fn upgrade(old: &str, from: &str, port: u16) {
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
     assert_eq!(version, NEW);
     let after = draw(&c);
+    // the objects made on the old version: inserts through the DEFAULTs and the trigger (the
+    // table's keys refuse a repeat), the view, both function bodies
+    let stored_after = stored(&c);
+    assert_eq!(c.one_i64("SELECT count(*) FROM up_rows"), 100, "rows through DEFAULTs made on {from}");
+    println!(
+        "upgrade from {from}: a table's DEFAULTs and trigger, a view and two function bodies made on {from} \
+         drew {} values of tag seg before the update and {} after",
+        stored_before.len() + 50,
+        stored_after.len() + 50
+    );
+    let mut l = Ledger::default();
+    for v in [&before.0, &after.0, &stored_before, &stored_after] {
+        l.add(v.iter().copied());
+    }
+    l.add(c.connect().query("SELECT id FROM up_rows", &[]).unwrap().iter().map(|r| r.get::<_, i64>(0)));
+    l.assert_unique(&format!("upgrade {from} -> {NEW}, tag seg through DEFAULTs, a view and a function"));
     // UUIDv7s (new in 0.2.0) after the upgrade: distinct, and above those drawn before it
     let uuids_after = uuids(&c);
     let mut all_uuids: Vec<&String> = uuids_before.iter().chain(&uuids_after).collect();
@@ -318,7 +357,14 @@ fn upgrade(old: &str, from: &str, port: u16) {
         l.assert_unique(&format!("upgrade {from} -> {NEW}, {what} IDs"));
         assert!(b.iter().min() > a.iter().max() || what == "opaque", "{what}: new IDs below old ones");
     }
-    let all: Vec<&String> = before.3.iter().chain(&after.3).collect();
+    let table_numbers: Vec<String> = c
+        .connect()
+        .query("SELECT no FROM up_rows UNION ALL SELECT by_trigger FROM up_rows", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let all: Vec<&String> = before.3.iter().chain(&after.3).chain(&table_numbers).collect();
     assert_unique_numbers(&format!("upgrade {from} -> {NEW}, order numbers"), &all);
 
     // seqgen_create and seqgen_drop took new signatures (if_not_exists, missing_ok) in 0.6.0, and
