@@ -1043,6 +1043,15 @@ AS 'MODULE_PATHNAME', 'seqgen_snowflake53_advance_wrapper';
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_uuidv7_advance(pg_catalog.uuid, pg_catalog.bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_snowflake53_advance(pg_catalog.int8, pg_catalog.bool) FROM PUBLIC;
+-- and the floors of tags (their keys, their order-number counters) rise by a call too
+CREATE FUNCTION @extschema@."seqgen_advance"(
+	"biz_tag" TEXT,
+	"margin" bigint
+) RETURNS bigint
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_advance_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_advance(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
 DO $$
 DECLARE
     f record;
@@ -1103,6 +1112,7 @@ COMMENT ON FUNCTION @extschema@.seqgen_reservation_written() IS 'pg_seqgen (inte
 COMMENT ON FUNCTION @extschema@.seqgen_template_changed() IS 'pg_seqgen (internal): trigger on seqgen.template, a template change reaches shared memory';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt(pg_catalog.text, pg_catalog.regclass, pg_catalog.name, pg_catalog.int4) IS 'Move a bigint column (serial, identity or plain) to a new tag that starts above its values; its DEFAULT becomes seqgen_next';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_snowflake(pg_catalog.regclass, pg_catalog.name) IS 'Move a bigint column to snowflake IDs above its values; its DEFAULT becomes seqgen_snowflake()';
+COMMENT ON FUNCTION @extschema@.seqgen_advance(pg_catalog.text, pg_catalog.int8) IS 'Raise every counter of a tag by margin (its own, its keys'', its order numbers'') when the transaction commits: the failover runbook''s call';
 COMMENT ON FUNCTION @extschema@.seqgen_allocators() IS 'Every database''s allocator: database, running, pid, tags, pending jobs, errors';
 COMMENT ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, pg_catalog.text) IS 'Change a tag''s step or description (NULL keeps it)';
 COMMENT ON FUNCTION @extschema@.seqgen_apply(pg_catalog.jsonb, pg_catalog.bool) IS 'Make the tag definitions match a document, all or nothing; drop_missing drops the tags it does not name';

@@ -1147,6 +1147,48 @@ mod tests {
         assert_eq!(sqlstate("SELECT seqgen_snowflake_advance(-1)"), Some(ERRCODE_INVALID_PARAMETER_VALUE));
     }
 
+    /// The failover runbook's call for tags (issue 31, item 5): every counter of a tag, its
+    /// keys' and its order-number counters (of the tag and of each key) rise by the margin when
+    /// the call commits, also in a session that had them cached.
+    #[pg_test]
+    fn advance_raises_a_tag_its_keys_and_its_order_counters() {
+        let mut s = other_session("pgrx_tests");
+        let mut int = |sql: &str| -> i64 { s.query_one(sql, &[]).unwrap().get(0) };
+        int("SELECT 0::int8 FROM seqgen_create('t_adv', 10)");
+        int("SELECT 0::int8 FROM seqgen_set_template('t_adv', 'A{seq:12}')");
+        int("SELECT 0::int8 FROM seqgen_create('t_adv_k', 10)");
+        int("SELECT 0::int8 FROM seqgen_set_template('t_adv_k', '{key}-{seq:12}')");
+        let draws = |int: &mut dyn FnMut(&str) -> i64| -> [i64; 4] {
+            [
+                int("SELECT seqgen_next('t_adv')"),
+                int("SELECT seqgen_next('t_adv', 'k')"),
+                int("SELECT substr(seqgen_order_no('t_adv'), 2)::int8"),
+                int("SELECT split_part(seqgen_order_no('t_adv_k', 'k'), '-', 2)::int8"),
+            ]
+        };
+        let before = draws(&mut int);
+        let margin = 1_000_000;
+        assert!(int(&format!("SELECT seqgen_advance('t_adv', {margin})")) >= 3);
+        assert!(int(&format!("SELECT seqgen_advance('t_adv_k', {margin})")) >= 2);
+        let after = draws(&mut int);
+        for (i, what) in ["the tag", "a key", "order numbers", "a key's order numbers"].iter().enumerate() {
+            assert!(after[i] > before[i] + margin, "{what}: {} after the advance, {} before", after[i], before[i]);
+        }
+        // a counter at the end of bigint stops there: refused next, never wrapped
+        int("SELECT 0::int8 FROM seqgen_create('t_adv_end', 10, 9223372036854775000)");
+        int("SELECT seqgen_next('t_adv_end')");
+        int("SELECT seqgen_advance('t_adv_end', 9223372036854775807)");
+        let end = s.query_one("SELECT seqgen_next('t_adv_end')", &[]).unwrap_err();
+        assert_eq!(end.code().map(|c| c.code()), Some("2200H"), "{end:?}");
+        refused("SELECT seqgen_advance('t_adv', 0)", ERRCODE_INVALID_PARAMETER_VALUE);
+        refused("SELECT seqgen_advance('t_adv', NULL)", ERRCODE_NULL_VALUE_NOT_ALLOWED);
+        refused("SELECT seqgen_advance('t_adv_none', 10)", ERRCODE_UNDEFINED_OBJECT);
+        // a gapless tag has no floor to raise: left as it is
+        autonomous("SELECT seqgen_create_gapless('t_adv_gl')");
+        assert_eq!(one("SELECT seqgen_advance('t_adv_gl', 10)"), 0);
+        assert_eq!(one("SELECT seqgen_gapless_next('t_adv_gl')"), 1);
+    }
+
     /// The failover runbook's calls for the other two clock-ordered generators (issue 31,
     /// item 5): each takes an ID of its own type, raises at once, never lowers.
     #[pg_test]

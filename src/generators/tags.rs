@@ -339,6 +339,74 @@ pub(crate) fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
     })
 }
 
+/// Raise every counter of a tag by `margin` values: the tag's own, each key's
+/// (`seqgen_next(biz_tag, key)`) and its order-number counters of every period unit (and of
+/// each key), as the transaction commits; sessions drop what they cached (a gap). The failover
+/// runbook's call after the promotion of an asynchronous standby, whose catalog may lag what
+/// the old primary reserved: give a margin above what the old primary may have drawn since
+/// (see the failover page). Opaque and node-interleaved tags too (their counters are raised,
+/// not their values); a gapless tag is left as it is, with a NOTICE (its numbers commit with
+/// their rows, so a standby lacks both or neither; a margin would be a gap). A counter near the
+/// end of bigint stops at its end (the next draw is 2200H, never a repeat). Returns the number
+/// of counters raised.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_advance(biz_tag: Option<&str>, margin: Option<i64>) -> i64 {
+    advance(required(biz_tag, "biz_tag"), required(margin, "margin")).or_raise()
+}
+
+pub(crate) fn advance(tag: &str, margin: i64) -> Result<i64> {
+    if margin < 1 {
+        return Err(SeqgenError::InvalidArgument(format!("margin must be positive, got {margin}")));
+    }
+    change_tag(tag, || {
+        let row = first_row(
+            "SELECT gapless FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+            &[tag.into()],
+            true,
+            |r| r.get::<bool>(1),
+        )?;
+        let Some(gapless) = row else {
+            return Err(SeqgenError::UnknownTag(tag.to_string()));
+        };
+        if gapless == Some(true) {
+            // a gapless number commits with its row: what a lagging standby lacks, it lacks
+            // together, so there is nothing to raise (and a margin would be a gap)
+            notice!("tag \"{tag}\" is gapless: its numbers commit with their rows, so it has no floor to raise");
+            return Ok(0);
+        }
+        // each counter up by the margin, or to the end of bigint (no overflow, no repeat)
+        let up = |col: &str| {
+            format!(
+                "{col} = CASE WHEN {col} OPERATOR(pg_catalog.>) (9223372036854775807::pg_catalog.int8 \
+                 OPERATOR(pg_catalog.-) $2) THEN 9223372036854775807::pg_catalog.int8 \
+                 ELSE ({col} OPERATOR(pg_catalog.+) $2) END"
+            )
+        };
+        let mut raised = 0i64;
+        for (table, col) in [
+            ("seqgen.alloc", "max_id"),
+            ("seqgen.key_counter", "max_id"),
+            ("seqgen.order_counter", "period_max"),
+            ("seqgen.key_order_counter", "period_max"),
+        ] {
+            let set = up(col);
+            raised += Spi::connect_mut(|c| {
+                c.update(
+                    &format!("UPDATE {table} SET {set}, update_time = pg_catalog.now() WHERE biz_tag OPERATOR(pg_catalog.=) $1"),
+                    None,
+                    &[tag.into(), margin.into()],
+                )
+                .map(|t| t.len() as i64)
+            })
+            .map_err(spi_err)?;
+        }
+        // from the commit on, nothing cached below the new counters is handed out (the tag's
+        // slot and its keys' slots are retired together)
+        at_commit(Action::Retire(tag.to_string()));
+        Ok(raised)
+    })
+}
+
 /// Take back the tag's last `seqgen_restart`, as long as no value was reserved after it (so
 /// none was drawn): numbering continues above what was reserved before the restart. For a
 /// restart accepted by mistake (a mistyped floor, or `force`). Returns the next value.

@@ -236,6 +236,9 @@ enum Admin {
     Alter(usize, i32),
     Restart(usize, i64, bool),
     RestartUndo(usize),
+    /// Raise every counter of the tag (its keys', its order numbers') by a margin
+    /// (`seqgen_advance`, the failover runbook's call): only up, so the model's floors stay.
+    AdvanceTag(usize, i64),
     Template(usize, usize, usize),
     Opaque(usize),
     NodeBits(usize, i32),
@@ -379,13 +382,14 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                 // administrative calls mostly from the superuser sessions (the ordinary role
                 // has EXECUTE on the drawing functions only)
                 let s = if rng.random_bool(0.9) { s % 2 } else { s };
-                let a = match rng.random_range(0..29) {
+                let a = match rng.random_range(0..30) {
                     0..=3 => Admin::Create(t, [1, 10, 100][rng.random_range(0..3)], rng.random_bool(0.3)),
                     4 => Admin::Drop(t, rng.random_bool(0.3)),
                     5 => Admin::Alter(t, [5, 50][rng.random_range(0..2)]),
                     6 => Admin::Restart(t, [1_000_000, i64::MAX][rng.random_range(0..2)], false),
                     7 => Admin::Restart(t, 9_000_000_000_000_000_000, true),
                     8 => Admin::RestartUndo(t),
+                    29 => Admin::AdvanceTag(t, [10, 1_000_000][rng.random_range(0..2)]),
                     9..=13 => {
                         // mostly the family of the first five (same length and date), in UTC
                         let i = if rng.random_bool(0.7) {
@@ -966,6 +970,7 @@ impl Run {
             Admin::Alter(t, step) => format!("SELECT seqgen_alter('{}', {step})", tag(t)),
             Admin::Restart(t, v, force) => format!("SELECT seqgen_restart('{}', {v}, {force})", tag(t)),
             Admin::RestartUndo(t) => format!("SELECT seqgen_restart_undo('{}')", tag(t)),
+            Admin::AdvanceTag(t, m) => format!("SELECT seqgen_advance('{}', {m})", tag(t)),
             Admin::Template(t, i, z) => {
                 format!("SELECT seqgen_set_template('{}', '{}', '{}')", tag(t), TEMPLATES[*i], ZONES[*z])
             }
