@@ -69,16 +69,12 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_lastval() FROM PUBLIC;
 -- (SEQGEN_BLESS=1 writes it): edit the pages, not these lines.
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_default(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_adopt): set a column''s DEFAULT';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_adopt): the highest value of a column';
-COMMENT ON FUNCTION @extschema@.seqgen_alloc_acl_changed() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a grant or revoke reaches shared memory';
-COMMENT ON FUNCTION @extschema@.seqgen_alloc_deleted() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a dropped tag leaves shared memory';
 COMMENT ON FUNCTION @extschema@.seqgen_cluster_definitions(pg_catalog.text) IS 'pg_seqgen (internal, on a Citus coordinator): the tag definitions the workers copy, when newer than known';
 COMMENT ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) IS 'pg_seqgen (internal, on a Citus coordinator): the node id of a Citus group, assigned once and never reused';
 COMMENT ON FUNCTION @extschema@.seqgen_gapless_assign() IS 'pg_seqgen (internal): trigger that numbers a table attached with seqgen_gapless_attach';
-COMMENT ON FUNCTION @extschema@.seqgen_reservation_written() IS 'pg_seqgen (internal): trigger on a generator''s reservation row';
-COMMENT ON FUNCTION @extschema@.seqgen_template_changed() IS 'pg_seqgen (internal): trigger on seqgen.template, a template change reaches shared memory';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt(pg_catalog.text, pg_catalog.regclass, pg_catalog.name, pg_catalog.int4) IS 'Move a bigint column (serial, identity or plain) to a new tag that starts above its values; its DEFAULT becomes seqgen_next';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_snowflake(pg_catalog.regclass, pg_catalog.name) IS 'Move a bigint column to snowflake IDs above its values; its DEFAULT becomes seqgen_snowflake()';
-COMMENT ON FUNCTION @extschema@.seqgen_advance(pg_catalog.text, pg_catalog.int8) IS 'Raise every counter of a tag by margin (its own, its keys'', its order numbers'') when the transaction commits: the failover runbook''s call';
+COMMENT ON FUNCTION @extschema@.seqgen_advance(pg_catalog.text, pg_catalog.int8) IS 'Raise a tag''s counter and each of its keys'' by margin when the transaction commits: the failover runbook''s call';
 COMMENT ON FUNCTION @extschema@.seqgen_allocators() IS 'Every database''s allocator: database, running, pid, tags, pending jobs, errors';
 COMMENT ON FUNCTION @extschema@.seqgen_alter(pg_catalog.text, pg_catalog.int4, pg_catalog.text) IS 'Change a tag''s step or description (NULL keeps it)';
 COMMENT ON FUNCTION @extschema@.seqgen_apply(pg_catalog.jsonb, pg_catalog.bool) IS 'Make the tag definitions match a document, all or nothing; drop_missing drops the tags it does not name';
@@ -148,3 +144,13 @@ COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.uuid) IS 'Superu
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_status() IS 'The UUIDv7 generator: last time and counter, reservation, clock lag, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_worker_status() IS 'This database''s allocator (background worker): running, pid, last cycle, pending jobs, errors';
 -- </comments>
+-- The catalog's trigger functions live beside the catalog, in schema seqgen, not in the
+-- user's schema (issue 31): the triggers name them by OID, so they keep working.
+ALTER FUNCTION @extschema@.seqgen_alloc_deleted() SET SCHEMA seqgen;
+ALTER FUNCTION @extschema@.seqgen_alloc_acl_changed() SET SCHEMA seqgen;
+ALTER FUNCTION @extschema@.seqgen_template_changed() SET SCHEMA seqgen;
+ALTER FUNCTION @extschema@.seqgen_reservation_written() SET SCHEMA seqgen;
+COMMENT ON FUNCTION seqgen.seqgen_alloc_deleted() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a dropped tag leaves shared memory';
+COMMENT ON FUNCTION seqgen.seqgen_alloc_acl_changed() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a grant or revoke reaches shared memory';
+COMMENT ON FUNCTION seqgen.seqgen_template_changed() IS 'pg_seqgen (internal): trigger on seqgen.template, a template change reaches shared memory';
+COMMENT ON FUNCTION seqgen.seqgen_reservation_written() IS 'pg_seqgen (internal): trigger on a generator''s reservation row';
