@@ -339,16 +339,19 @@ pub(crate) fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
     })
 }
 
-/// Raise every counter of a tag by `margin` values: the tag's own, each key's
-/// (`seqgen_next(biz_tag, key)`) and its order-number counters of every period unit (and of
-/// each key), as the transaction commits; sessions drop what they cached (a gap). The failover
-/// runbook's call after the promotion of an asynchronous standby, whose catalog may lag what
-/// the old primary reserved: give a margin above what the old primary may have drawn since
-/// (see the failover page). Opaque and node-interleaved tags too (their counters are raised,
-/// not their values); a gapless tag is left as it is, with a NOTICE (its numbers commit with
-/// their rows, so a standby lacks both or neither; a margin would be a gap). A counter near the
-/// end of bigint stops at its end (the next draw is 2200H, never a repeat). Returns the number
-/// of counters raised.
+/// Raise a tag's segment counters by `margin` values: the tag's own and each key's
+/// (`seqgen_next(biz_tag, key)`), as the transaction commits; sessions drop what they cached (a
+/// gap). The failover runbook's call after the promotion of an asynchronous standby, whose
+/// catalog may lag what the old primary reserved: give a margin above what the old primary may
+/// have drawn since (see the failover page). Order-number counters are not raised: one that
+/// restarts every period may be in a period the standby never saw, and one past its template's
+/// capacity would refuse for good; the runbook gives such a tag a template with a new literal
+/// instead, which cannot render an old number. Keys first used while the standby lagged have
+/// no row here to raise (the runbook says so). Opaque and node-interleaved tags too (their
+/// counters are raised, not their values); a gapless tag is left as it is, with a NOTICE (its
+/// numbers commit with their rows, so a standby lacks both or neither; a margin would be a gap).
+/// A counter near the end of bigint stops at its end (the next draw is 2200H, never a repeat).
+/// Returns the number of counters raised.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_advance(biz_tag: Option<&str>, margin: Option<i64>) -> i64 {
     advance(required(biz_tag, "biz_tag"), required(margin, "margin")).or_raise()
@@ -383,12 +386,7 @@ pub(crate) fn advance(tag: &str, margin: i64) -> Result<i64> {
             )
         };
         let mut raised = 0i64;
-        for (table, col) in [
-            ("seqgen.alloc", "max_id"),
-            ("seqgen.key_counter", "max_id"),
-            ("seqgen.order_counter", "period_max"),
-            ("seqgen.key_order_counter", "period_max"),
-        ] {
+        for (table, col) in [("seqgen.alloc", "max_id"), ("seqgen.key_counter", "max_id")] {
             let set = up(col);
             raised += Spi::connect_mut(|c| {
                 c.update(
