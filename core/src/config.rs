@@ -106,10 +106,47 @@ fn json_path(p: &serde_path_to_error::Path) -> String {
 
 /// Parse and check a document.
 pub fn parse(value: &serde_json::Value) -> Result<Config, ConfigError> {
-    let config: Config =
-        serde_path_to_error::deserialize(value).map_err(|e| bad(json_path(e.path()), e.inner().to_string()))?;
+    objects_where_expected(value)?;
+    let config: Config = serde_path_to_error::deserialize(value)
+        .map_err(|e| bad(json_path(e.path()), in_json_terms(&e.inner().to_string())))?;
     config.check()?;
     Ok(config)
+}
+
+/// The document, each tag's definition and each template are JSON objects (serde would also
+/// take an array of the fields in order, and answer "expected struct ...").
+fn objects_where_expected(value: &serde_json::Value) -> Result<(), ConfigError> {
+    if !value.is_object() {
+        return Err(bad("$".into(), "the document must be a JSON object: {\"version\": 1, \"tags\": {...}}"));
+    }
+    let Some(tags) = value.get("tags").filter(|t| !t.is_null()) else { return Ok(()) };
+    let Some(tags) = tags.as_object() else {
+        return Err(bad("$.tags".into(), "must be a JSON object of tag definitions by tag name"));
+    };
+    for (name, tag) in tags {
+        let at = format!("$.tags{}", quote_key(name));
+        if !tag.is_object() {
+            return Err(bad(at, "a tag's definition must be a JSON object"));
+        }
+        if tag.get("template").is_some_and(|t| !t.is_null() && !t.is_object()) {
+            return Err(bad(format!("{at}.template"), "must be a JSON object: {\"text\": ..., \"time_zone\": ...}"));
+        }
+    }
+    Ok(())
+}
+
+/// serde's words for types in JSON's: "expected i32" is "expected an integer from ... to ...".
+fn in_json_terms(message: &str) -> String {
+    [
+        ("expected i32", "expected an integer from -2147483648 to 2147483647"),
+        ("expected u32", "expected an integer from 0 to 4294967295"),
+        ("expected i64", "expected an integer from -9223372036854775808 to 9223372036854775807"),
+        ("expected a map", "expected a JSON object"),
+        ("expected a sequence", "expected a JSON array"),
+        ("expected a borrowed string", "expected a string"),
+    ]
+    .iter()
+    .fold(message.to_string(), |m, (serde, json)| m.replace(serde, json))
 }
 
 impl Config {
@@ -221,11 +258,23 @@ mod tests {
             ),
             (json!({"version": 1, "tags": {"a b": {"grants": [""]}}}), "$.tags[\"a b\"].grants[0]", "empty"),
             (json!({"version": 1, "tags": {"": {}}}), "$.tags[\"\"]", "1 to 63 bytes"),
+            // in JSON's words, not serde's (issue 31, item 6: "expected i32", "expected struct")
+            (json!({"version": 1, "tags": {"a": {"step": "x"}}}), "$.tags.a.step", "expected an integer from"),
+            (json!({"version": 1, "tags": {"a": {"step": 99999999999_i64}}}), "$.tags.a.step", "an integer from"),
+            (json!({"version": 1, "tags": {"a": {"grants": "bob"}}}), "$.tags.a.grants", "expected a JSON array"),
+            (json!({"version": 1, "tags": []}), "$.tags", "JSON object of tag definitions"),
+            (json!([1, {}]), "$", "must be a JSON object"),
+            (json!({"version": 1, "tags": {"a": [1000]}}), "$.tags.a", "must be a JSON object"),
+            (json!({"version": 1, "tags": {"a": {"template": "X{seq:3}"}}}), "$.tags.a.template", "JSON object"),
+            (json!({"version": "1"}), "$.version", "expected an integer from 0"),
         ];
         for (doc, path, problem) in cases {
             let e = parse(&doc).expect_err(&doc.to_string());
             assert_eq!(e.path, path, "{doc}: {e}");
             assert!(e.problem.contains(problem), "{doc}: {e}");
+            for serde_word in ["i32", "u32", "i64", "struct", "a map", "a sequence"] {
+                assert!(!e.problem.contains(serde_word), "{doc}: serde's words: {e}");
+            }
         }
     }
 
