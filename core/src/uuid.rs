@@ -51,6 +51,13 @@ pub fn compose(unix_ms: i64, counter: u64, random: u64) -> [u8; 16] {
     b
 }
 
+/// The UUID of a generator position `ms << 21 | counter` (what the generator and its
+/// reservation count in), with `random` filling the low 53 bits.
+#[inline]
+pub fn compose_position(position: i64, random: u64) -> [u8; 16] {
+    compose(position >> COUNTER_BITS, position as u64 & ((1 << COUNTER_BITS) - 1), random)
+}
+
 /// The lowest version 7 UUID of millisecond `unix_ms` (counter and random bits zero): every
 /// version 7 UUID of that millisecond or later is at or above it, every one of an earlier
 /// millisecond below it. `None` outside the 48-bit field.
@@ -97,6 +104,14 @@ mod tests {
     use proptest::prelude::*;
 
     const MAX_COUNTER: u64 = (1 << COUNTER_BITS) - 1;
+
+    #[test]
+    fn a_position_is_its_millisecond_and_counter() {
+        let (ms, counter) = (1_735_689_600_000_i64, 0x1f_ffff_u64);
+        let position = ms << COUNTER_BITS | counter as i64;
+        assert_eq!(compose_position(position, 7), compose(ms, counter, 7));
+        assert_eq!(decode(&compose_position(position, 0)), Ok(Decoded { unix_ms: ms, counter }));
+    }
 
     #[test]
     fn known_value() {

@@ -98,11 +98,7 @@ impl Kind {
     /// of its millisecond and counter.
     pub fn show(self, id: i64) -> String {
         match self {
-            Kind::Uuid => {
-                let bits = seqgen_core::uuid::COUNTER_BITS;
-                let b = seqgen_core::uuid::compose(id >> bits, id as u64 & ((1 << bits) - 1), 0);
-                pgrx::datum::Uuid::from_bytes(b).to_string()
-            }
+            Kind::Uuid => pgrx::datum::Uuid::from_bytes(seqgen_core::uuid::compose_position(id, 0)).to_string(),
             _ => id.to_string(),
         }
     }

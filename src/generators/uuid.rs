@@ -51,8 +51,7 @@ fn seqgen_uuidv7() -> Uuid {
 #[inline]
 pub fn next() -> Result<Uuid> {
     let id = snowflake::next(Kind::Uuid)?;
-    let (ms, counter) = (id >> COUNTER_BITS, id as u64 & ((1 << COUNTER_BITS) - 1));
-    Ok(Uuid::from_bytes(layout::compose(ms, counter, random_u64())))
+    Ok(Uuid::from_bytes(layout::compose_position(id, random_u64())))
 }
 
 /// The lowest version 7 UUID of the millisecond `ts`, for `WHERE id >= seqgen_uuidv7_at(...)`
@@ -88,7 +87,7 @@ fn generator_id(id: Uuid) -> Result<i64> {
 
 /// The lowest UUID of a generator position (its random bits zero).
 fn uuid_of(id: i64) -> Uuid {
-    Uuid::from_bytes(layout::compose(id >> COUNTER_BITS, id as u64 & ((1 << COUNTER_BITS) - 1), 0))
+    Uuid::from_bytes(layout::compose_position(id, 0))
 }
 
 /// Raise the UUIDv7 generator at once so that every later UUID is above `min_id`, as

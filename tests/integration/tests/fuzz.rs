@@ -236,8 +236,9 @@ enum Admin {
     Alter(usize, i32),
     Restart(usize, i64, bool),
     RestartUndo(usize),
-    /// Raise every counter of the tag (its keys', its order numbers') by a margin
-    /// (`seqgen_advance`, the failover runbook's call): only up, so the model's floors stay.
+    /// Raise the tag's counter and its keys' by a margin (`seqgen_advance`, the failover
+    /// runbook's call): once it commits, the tag's values are above the highest drawn before
+    /// it plus the margin (the model's floor).
     AdvanceTag(usize, i64),
     Template(usize, usize, usize),
     Opaque(usize),
@@ -468,6 +469,8 @@ struct Model {
     floors: HashMap<TagKey, i64>,
     floor_undo: HashMap<TagKey, Vec<i64>>,
     floor_unknown: HashSet<TagKey>,
+    /// Per tag incarnation: the highest value seen drawn (what a committed advance is above).
+    drawn_max: HashMap<TagKey, i64>,
     /// A fault is active (from a fault step to the next heal).
     fault_active: bool,
     /// Order numbers of the victim tag drawn in its current period (reset when the clock moves
@@ -755,7 +758,7 @@ impl Run {
 
     /// The model's judgment of one value a draw returned: the ordinary role is never served a
     /// tag it was not granted; a tag's value is at or above its committed restarts' floor.
-    fn judge(&self, s: usize, db: usize, d: &Draw, v: &str) -> Result<(), String> {
+    fn judge(&mut self, s: usize, db: usize, d: &Draw, v: &str) -> Result<(), String> {
         let (t, id) = match d {
             Draw::Next(t) | Draw::Batch(t, _) => (*t, v.parse::<i64>().ok()),
             Draw::InTurn(_) | Draw::Pair(_) => match v.split_once(':') {
@@ -774,11 +777,18 @@ impl Run {
                 DBS[db]
             ));
         }
+        if let Some(id) = id {
+            let m = self.model.drawn_max.entry(key).or_insert(id);
+            *m = (*m).max(id);
+        }
         if let (Some(id), Some(floor)) = (id, self.model.floors.get(&key)) {
             // (whether the tag was made opaque later or not: a restart is refused for opaque
             // and node-interleaved tags, and their values come above everything reserved)
             if id < *floor && !self.model.floor_unknown.contains(&key) {
-                return Err(format!("session {s} drew {id} of tag {} below its committed restart to {floor}", TAGS[t]));
+                return Err(format!(
+                    "session {s} drew {id} of tag {} below its floor {floor} (a committed restart or advance)",
+                    TAGS[t]
+                ));
             }
         }
         Ok(())
@@ -801,6 +811,16 @@ impl Run {
                 let before = self.model.floors.get(&k).copied().unwrap_or(i64::MIN);
                 self.model.floor_undo.entry(k).or_default().push(before);
                 self.model.floors.insert(k, before.max(*v));
+            }
+            (Admin::AdvanceTag(t, m), Some(true)) => {
+                // every value reserved before is at most the old counter, every later one
+                // above it plus the margin (opaque values are not in counter order)
+                let k = key(t, self);
+                if let (Some(drawn), false) = (self.model.drawn_max.get(&k).copied(), self.unordered.contains(&k)) {
+                    let floor = drawn.saturating_add(*m).saturating_add(1);
+                    let before = self.model.floors.get(&k).copied().unwrap_or(i64::MIN);
+                    self.model.floors.insert(k, before.max(floor));
+                }
             }
             (Admin::RestartUndo(t), Some(true)) => {
                 let k = key(t, self);
