@@ -14,7 +14,7 @@
 //! memberships change (a syscache callback): the check costs a comparison per call.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -84,20 +84,13 @@ fn watch_memberships() {
     }
 }
 
-/// A tag's owner and grants, as stored.
-struct Row {
-    owner: pg_sys::Oid,
-    public: bool,
-    drawers: Vec<pg_sys::Oid>,
-}
-
 /// Read with the extension's privileges, waiting for a lock on the catalog no longer than a
 /// draw may wait (55P03 then).
 ///
 /// On a Citus worker the row is read with a snapshot of its own (READ COMMITTED): the
 /// allocator may have just copied the tag from the coordinator, after the calling statement
 /// began.
-fn read(tag: &str) -> Result<Option<Row>> {
+fn read(tag: &str) -> Result<Option<Grants>> {
     crate::plumbing::session::bounded_lock_wait(|| {
         as_superuser(|| {
             const SQL: &str = "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
@@ -110,7 +103,7 @@ fn read(tag: &str) -> Result<Option<Row>> {
             let rows = crate::plumbing::session::latest(SQL, &[tag.into()])?;
             let Some(row) = rows.first() else { return Ok(None) };
             let oid = |v: i64| pg_sys::Oid::from(v as u32);
-            Ok(Some(Row {
+            Ok(Some(Grants {
                 owner: oid(row[0].int().unwrap_or(0)),
                 public: row[1].bool().unwrap_or(false),
                 drawers: row[2].ints().unwrap_or_default().into_iter().map(oid).collect(),
@@ -127,13 +120,17 @@ fn is_owner(owner: pg_sys::Oid) -> bool {
 /// May the current user draw from `tag`? `Err(UnknownTag)` when the catalog has no such row.
 /// (Callers cache a `true` with [`Stamp::now`].)
 pub fn may_draw(tag: &str) -> Result<bool> {
-    watch_memberships();
-    let row = read(tag)?.ok_or_else(|| crate::plumbing::replication::unknown_tag(tag))?;
-    let me = unsafe { pg_sys::GetUserId() };
-    Ok(row.public || is_owner(row.owner) || row.drawers.iter().any(|g| unsafe { pg_sys::has_privs_of_role(me, *g) }))
+    Ok(grants(tag)?.may_draw())
 }
 
-/// A tag's grants, as the latest committed catalog has them.
+/// `tag`'s owner and grants as the latest committed catalog has them (with this transaction's
+/// own changes); `Err(UnknownTag)` when the catalog has no such row.
+pub fn grants(tag: &str) -> Result<Grants> {
+    read(tag)?.ok_or_else(|| crate::plumbing::replication::unknown_tag(tag))
+}
+
+/// A tag's owner and grants, as the latest committed catalog has them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grants {
     owner: pg_sys::Oid,
     public: bool,
@@ -141,6 +138,14 @@ pub struct Grants {
 }
 
 impl Grants {
+    /// May the current user draw from the tag: it is public, or the user is a member of its
+    /// owner or of a role it was granted to (or a superuser).
+    pub fn may_draw(&self) -> bool {
+        watch_memberships();
+        let me = unsafe { pg_sys::GetUserId() };
+        self.public || is_owner(self.owner) || self.drawers.iter().any(|g| unsafe { pg_sys::has_privs_of_role(me, *g) })
+    }
+
     /// May the current user see the tag in the status listings: a superuser or a member of
     /// `pg_monitor` sees every tag; anyone else the tags it owns (through membership too) or
     /// may draw from.
@@ -187,5 +192,79 @@ pub fn require_owner(tag: &str) -> Result<()> {
         Ok(())
     } else {
         Err(SeqgenError::NotTagOwner(tag.to_string()))
+    }
+}
+
+/// How many roles a tag may be granted to and still have its grants kept in shared memory (a
+/// tag granted to more is checked against the catalog on a backend's first use).
+pub const SHARED_DRAWERS: usize = 8;
+
+/// A tag's grants as kept in its shared-memory slot, so that a backend's first draw of a tag
+/// another backend loaded needs no catalog read (issue 33): the [`Grants`] a backend read from
+/// the catalog, published with the slot generation and the database's `acl_epoch` it read them
+/// under. They answer only while both are still current: a grant, a revoke or an owner change
+/// bumps the epoch when it commits, and a drop (or a re-creation) retires the slot.
+///
+/// Any backend may publish (a compare-and-swap on `version` makes it the only writer; a
+/// backend that loses the race does not publish); readers take no lock: `version` is odd while
+/// a write is under way, and a read that saw it change is discarded (a seqlock).
+#[repr(C)]
+#[derive(Default)]
+pub struct SharedGrants {
+    version: AtomicU64,
+    /// The slot generation (`TagSlot::gen`) the grants are for, and the `acl_epoch` + 1 they
+    /// were read under (0: never published).
+    gen: AtomicU64,
+    epoch: AtomicU64,
+    owner: AtomicU32,
+    /// Bit 0: public; bits 8..: how many drawers.
+    flags: AtomicU32,
+    drawers: [AtomicU32; SHARED_DRAWERS],
+}
+
+impl SharedGrants {
+    /// Keep `g`, read from the catalog for the slot at generation `gen` with `epoch` the
+    /// database's `acl_epoch` loaded before the read. Grants to more roles than the slot holds
+    /// are not kept.
+    pub fn publish(&self, gen: u64, epoch: u64, g: &Grants) {
+        if g.drawers.len() > SHARED_DRAWERS {
+            return;
+        }
+        let v = self.version.load(Ordering::Acquire);
+        if v & 1 == 1 || self.version.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+            return;
+        }
+        // the odd version is seen before any of the fields below (a reader that saw one of
+        // them sees the version changed)
+        std::sync::atomic::fence(Ordering::Release);
+        self.gen.store(gen, Ordering::Relaxed);
+        self.epoch.store(epoch.wrapping_add(1), Ordering::Relaxed);
+        self.owner.store(g.owner.to_u32(), Ordering::Relaxed);
+        self.flags.store(u32::from(g.public) | ((g.drawers.len() as u32) << 8), Ordering::Relaxed);
+        for (cell, d) in self.drawers.iter().zip(&g.drawers) {
+            cell.store(d.to_u32(), Ordering::Relaxed);
+        }
+        self.version.store(v + 2, Ordering::Release);
+    }
+
+    /// The grants kept for generation `gen`, if they were read under `epoch` (the database's
+    /// current `acl_epoch`) and no write was under way.
+    pub fn read(&self, gen: u64, epoch: u64) -> Option<Grants> {
+        let v = self.version.load(Ordering::Acquire);
+        if v & 1 == 1 {
+            return None;
+        }
+        let fresh =
+            self.gen.load(Ordering::Relaxed) == gen && self.epoch.load(Ordering::Relaxed) == epoch.wrapping_add(1);
+        let owner = pg_sys::Oid::from(self.owner.load(Ordering::Relaxed));
+        let flags = self.flags.load(Ordering::Relaxed);
+        let n = ((flags >> 8) as usize).min(SHARED_DRAWERS);
+        let drawers = self.drawers[..n].iter().map(|d| pg_sys::Oid::from(d.load(Ordering::Relaxed))).collect();
+        // the fields above are read before `version` is read again
+        std::sync::atomic::fence(Ordering::Acquire);
+        if !fresh || self.version.load(Ordering::Relaxed) != v {
+            return None;
+        }
+        Some(Grants { owner, public: flags & 1 == 1, drawers })
     }
 }

@@ -619,15 +619,29 @@ fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
 #[inline(never)]
 fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(Resolved, Hint)> {
     // the stamp before the read: a change that commits meanwhile makes the answer stale
-    let stamp = Stamp::now(area.acl_epoch.load(Ordering::Acquire));
+    let epoch = area.acl_epoch.load(Ordering::Acquire);
+    let stamp = Stamp::now(epoch);
     // a keyed counter is drawn with its tag's privileges
     let owner_tag = shmem::split_name(tag).0;
-    if !crate::plumbing::acl::may_draw(owner_tag)? {
+    // a prepared transaction may change the answer when it commits, and this transaction's own
+    // grants are not everyone's: then the catalog is asked, and nothing is remembered
+    let settled = area.acl_prepared.load(Ordering::Acquire) == 0 && !crate::plumbing::pending::acl_changed_here();
+    let grants = match settled.then(|| r.slot.grants.read(r.gen, epoch)).flatten() {
+        // what a backend read from the catalog for this slot, still current
+        Some(g) => g,
+        None => {
+            let g = crate::plumbing::acl::grants(owner_tag)?;
+            if settled {
+                r.slot.grants.publish(r.gen, epoch, &g);
+            }
+            g
+        }
+    };
+    if !grants.may_draw() {
         return Err(SeqgenError::TagPermission(owner_tag.to_string()));
     }
     let e = Entry { r, acl: stamp, hint: Hint::default() };
-    if area.acl_prepared.load(Ordering::Acquire) != 0 {
-        // a prepared transaction may change the answer when it commits: not remembered
+    if !settled {
         return Ok((r, e.hint));
     }
     let mut c = CACHE.get();

@@ -73,6 +73,12 @@ pub fn at_commit(action: Action) {
     QUEUE.get().actions.push((sub, action));
 }
 
+/// Did this transaction (in a subtransaction not rolled back) change who may draw from a tag?
+/// Then what it reads of the grants is not yet everyone's.
+pub fn acl_changed_here() -> bool {
+    QUEUE.get().actions.iter().any(|(_, a)| matches!(a, Action::AclChanged))
+}
+
 fn register() {
     let mut q = QUEUE.get();
     if !q.registered {

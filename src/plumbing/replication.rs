@@ -11,7 +11,12 @@
 //!   tag says so in its hint, and `seqgen_create` warns that a tag made here by hand starts its
 //!   numbering again.
 
+use std::cell::Cell;
+
+use pgrx::pg_sys;
 use pgrx::prelude::*;
+
+use crate::plumbing::local::BackendLocal;
 
 use crate::plumbing::defaults;
 use crate::plumbing::error::{Result, SeqgenError};
@@ -52,10 +57,59 @@ fn subscriptions() -> Result<Vec<Subscription>> {
     .map_err(|e| SeqgenError::Internal(e.to_string()))
 }
 
+/// Bumped whenever `pg_subscription` or `pg_subscription_rel` change (a syscache callback):
+/// the answer [`refuse_while_receiving`] keeps is read again.
+struct Changes(Cell<u64>);
+// SAFETY: a backend is single-threaded; pg_seqgen never touches this from other threads.
+unsafe impl Sync for Changes {}
+static CHANGES: Changes = Changes(Cell::new(0));
+
+/// This backend's last answer: the subscription that brings the catalog in (if any), and the
+/// value of `CHANGES` it was read at.
+#[derive(Default)]
+struct Receiving {
+    hooked: bool,
+    known: Option<(u64, Option<String>)>,
+}
+static RECEIVING: BackendLocal<Receiving> = BackendLocal::new();
+
+#[pg_guard]
+unsafe extern "C-unwind" fn subscriptions_changed(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
+    CHANGES.0.set(CHANGES.0.get().wrapping_add(1));
+}
+
 /// Refuse to serve `tag` while an enabled subscription brings the catalog into this database.
+/// Asked on a backend's first use of each tag: the answer is read from the catalogs once and
+/// kept until a subscription changes (so a new session's first draws of many tags read them
+/// once).
 pub fn refuse_while_receiving(tag: &str) -> Result<()> {
-    match subscriptions()?.into_iter().find(|s| s.enabled && s.receives_catalog) {
-        Some(s) => Err(SeqgenError::CatalogReplicatedIn { tag: tag.to_string(), subscription: s.name }),
+    let known = {
+        let mut r = RECEIVING.get();
+        if !r.hooked {
+            r.hooked = true;
+            for cache in [pg_sys::SysCacheIdentifier::SUBSCRIPTIONOID, pg_sys::SysCacheIdentifier::SUBSCRIPTIONRELMAP] {
+                unsafe {
+                    pg_sys::CacheRegisterSyscacheCallback(
+                        cache as i32,
+                        Some(subscriptions_changed),
+                        pg_sys::Datum::from(0),
+                    )
+                };
+            }
+        }
+        r.known.clone().filter(|(at, _)| *at == CHANGES.0.get()).map(|(_, s)| s)
+    };
+    let receiving = match known {
+        Some(s) => s,
+        None => {
+            let at = CHANGES.0.get();
+            let s = subscriptions()?.into_iter().find(|s| s.enabled && s.receives_catalog).map(|s| s.name);
+            RECEIVING.get().known = Some((at, s.clone()));
+            s
+        }
+    };
+    match receiving {
+        Some(subscription) => Err(SeqgenError::CatalogReplicatedIn { tag: tag.to_string(), subscription }),
         None => Ok(()),
     }
 }

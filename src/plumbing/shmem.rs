@@ -408,6 +408,9 @@ pub struct TagSlot {
     pub active_ms: AtomicI64,
     /// The next slot of the free list (see `Header::free_head`).
     next_free: AtomicU32,
+    /// Who may draw from the tag (for a key: from its tag), as a backend last read it from the
+    /// catalog: a new session's first draw needs no catalog read while it is current.
+    pub grants: crate::plumbing::acl::SharedGrants,
 }
 
 impl TagSlot {

@@ -289,7 +289,8 @@ enum Op {
     Churn(u32),
     /// In `fz_app`'s database: a superuser grants a tag to `fz_app`, `fz_app` draws it (its answer
     /// cached), a superuser revokes it in the shape, and `fz_app` draws it again at once
-    /// (steps in between would evict the tag from the three slots, and with it the cache).
+    /// (steps in between would evict the tag from the three slots, and with it the cache),
+    /// and once more from a new session (answered from the grants the slot keeps).
     Revoke(usize, Shape),
     /// Session `s` draws every tag in turn (per-session blocks), a superuser restarts tag `t`
     /// above everything reserved in the shape (from another backend for session 0), and
@@ -1425,9 +1426,13 @@ impl Run {
         let first = self.draw(3, &Draw::Next(t), Shape::Auto)?;
         let revoked = self.admin(1, &Admin::Grant(t, false), shape)?;
         let second = self.draw(3, &Draw::Next(t), Shape::Auto)?;
+        // and a new session's first draw, answered from the grants its slot keeps
+        self.sessions[3] = None;
+        let third = self.draw(3, &Draw::Next(t), Shape::Auto)?;
         let model = self.model.granted.get(&self.tag_key(1, t)).copied();
         Ok(format!(
-            "grant {granted}, draw {first:?}, revoke {revoked} [{shape:?}], draw {second:?} (model: granted {model:?})"
+            "grant {granted}, draw {first:?}, revoke {revoked} [{shape:?}], draw {second:?}, \
+             in a new session {third:?} (model: granted {model:?})"
         ))
     }
 

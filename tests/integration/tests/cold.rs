@@ -1,0 +1,151 @@
+//! Cold paths (issue 33): a new session's first draw of a tag that shared memory holds is
+//! answered from the grants kept in the tag's slot, without reading the catalog. Each test
+//! here is a guarantee of the privileges that must hold all the same: a revoke, an owner change,
+//! a drop and re-creation, a role membership taken back, a grant not committed yet.
+
+use std::time::Duration;
+
+use postgres::{Client, NoTls};
+use seqgen_integration::*;
+
+fn as_role(c: &Cluster, role: &str) -> Client {
+    Client::connect(&format!("{} user={role}", c.conninfo("postgres")), NoTls).unwrap()
+}
+
+/// A new session of `role` draws from `tag` (and from its key `k` when `key`): the SQLSTATE of
+/// the failure, `None` when it drew.
+fn fresh_draw(c: &Cluster, role: &str, tag: &str, key: bool) -> Option<String> {
+    let mut s = as_role(c, role);
+    let sql = if key { format!("SELECT seqgen_next('{tag}', 'k')") } else { format!("SELECT seqgen_next('{tag}')") };
+    s.query_one(&sql, &[]).err().as_ref().and_then(sqlstate)
+}
+
+/// While another session holds `seqgen.alloc` locked, can a new session of `role` draw from
+/// `tag`? (A draw that reads the catalog waits for the lock, and gives up after 300 ms.)
+fn served_with_catalog_locked(c: &Cluster, role: &str, tag: &str) -> Result<(), String> {
+    let mut l = c.connect();
+    l.batch_execute("BEGIN; LOCK TABLE seqgen.alloc IN ACCESS EXCLUSIVE MODE").unwrap();
+    let mut s = as_role(c, role);
+    let r = s.batch_execute(&format!("SET lock_timeout = '300ms'; SELECT seqgen_next('{tag}')"));
+    l.batch_execute("ROLLBACK").unwrap();
+    r.map_err(|e| sqlstate(&e).unwrap_or_else(|| e.to_string()))
+}
+
+#[test]
+fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
+    let c = Cluster::init("cold_grants", 57940, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE owner1 LOGIN; CREATE ROLE owner2 LOGIN; CREATE ROLE drawer LOGIN;
+         CREATE ROLE other LOGIN; CREATE ROLE member LOGIN;
+         GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO owner1, owner2, drawer, other, member;",
+    );
+    as_role(&c, "owner1").batch_execute("SELECT seqgen_create('g'); SELECT seqgen_grant('g', 'drawer')").unwrap();
+
+    // the tag and its key in shared memory, their grants kept by the first session's draw
+    assert_eq!(fresh_draw(&c, "drawer", "g", false), None);
+    assert_eq!(fresh_draw(&c, "drawer", "g", true), None);
+    // a new session's first draw reads no catalog now: it is served with the catalog locked
+    assert_eq!(served_with_catalog_locked(&c, "drawer", "g"), Ok(()), "a first draw read the catalog");
+    // and what the slot keeps answers for every role by its own memberships
+    assert_eq!(fresh_draw(&c, "other", "g", false).as_deref(), Some("42501"), "drawn without a grant");
+    assert_eq!(fresh_draw(&c, "other", "g", true).as_deref(), Some("42501"), "a key drawn without a grant");
+    assert_eq!(
+        served_with_catalog_locked(&c, "other", "g"),
+        Err("42501".to_string()),
+        "refused without the catalog too"
+    );
+
+    // a membership given, and taken back: new sessions, and a session that drew meanwhile
+    c.sql("GRANT drawer TO member");
+    assert_eq!(fresh_draw(&c, "member", "g", false), None, "a member of the grantee refused");
+    let mut m = as_role(&c, "member");
+    m.batch_execute("SELECT seqgen_next('g')").unwrap();
+    c.sql("REVOKE drawer FROM member");
+    let r = m.query_one("SELECT seqgen_next('g')", &[]).err().as_ref().and_then(sqlstate);
+    assert_eq!(r.as_deref(), Some("42501"), "drawn after the membership was taken back");
+    assert_eq!(fresh_draw(&c, "member", "g", false).as_deref(), Some("42501"));
+
+    // a revoke: every new session, for the tag and its key
+    as_role(&c, "owner1").batch_execute("SELECT seqgen_revoke('g', 'drawer')").unwrap();
+    assert_eq!(fresh_draw(&c, "drawer", "g", false).as_deref(), Some("42501"), "drawn after its revoke");
+    assert_eq!(fresh_draw(&c, "drawer", "g", true).as_deref(), Some("42501"), "a key drawn after its revoke");
+    // and a grant again
+    as_role(&c, "owner1").batch_execute("SELECT seqgen_grant('g', 'drawer')").unwrap();
+    assert_eq!(fresh_draw(&c, "drawer", "g", false), None, "refused after a grant");
+
+    // a grant not committed yet, with the granting session drawing meanwhile (it reads the
+    // catalog with its own change): no one else may draw until it commits, nor after it rolls back
+    let mut o = as_role(&c, "owner1");
+    o.batch_execute("BEGIN; SELECT seqgen_grant('g', 'other'); SELECT seqgen_next('g'); SELECT seqgen_next('g', 'k')")
+        .unwrap();
+    assert_eq!(fresh_draw(&c, "other", "g", false).as_deref(), Some("42501"), "drawn on a grant not committed");
+    assert_eq!(fresh_draw(&c, "other", "g", true).as_deref(), Some("42501"), "a key drawn on a grant not committed");
+    o.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(fresh_draw(&c, "other", "g", false).as_deref(), Some("42501"), "drawn on a grant rolled back");
+    // nor a revoke not committed keep the grantee out of the others' view of the slot
+    o.batch_execute("BEGIN; SELECT seqgen_revoke('g', 'drawer'); SELECT seqgen_next('g')").unwrap();
+    assert_eq!(fresh_draw(&c, "drawer", "g", false), None, "refused on a revoke not committed");
+    o.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(fresh_draw(&c, "drawer", "g", false), None, "refused after a revoke rolled back");
+
+    // an owner changed by hand (the catalog's trigger), and the old owner's new session
+    assert_eq!(fresh_draw(&c, "owner1", "g", false), None);
+    c.sql("UPDATE seqgen.alloc SET owner = 'owner2' WHERE biz_tag = 'g'");
+    assert_eq!(fresh_draw(&c, "owner1", "g", false).as_deref(), Some("42501"), "the old owner drew");
+    assert_eq!(fresh_draw(&c, "owner2", "g", false), None, "the new owner refused");
+
+    // a tag dropped and created again by another role: the old owner's new session is refused
+    as_role(&c, "owner1").batch_execute("SELECT seqgen_create('d')").unwrap();
+    assert_eq!(fresh_draw(&c, "owner1", "d", false), None);
+    assert_eq!(fresh_draw(&c, "owner1", "d", true), None);
+    c.sql("SELECT seqgen_drop('d')");
+    as_role(&c, "owner2").batch_execute("SELECT seqgen_create('d')").unwrap();
+    assert_eq!(fresh_draw(&c, "owner2", "d", false), None);
+    assert_eq!(fresh_draw(&c, "owner1", "d", false).as_deref(), Some("42501"), "the old owner drew the new tag");
+    assert_eq!(fresh_draw(&c, "owner1", "d", true).as_deref(), Some("42501"), "the old owner drew the new tag's key");
+
+    // granted to more roles than a slot keeps: read from the catalog each first time, and right
+    c.sql("SELECT seqgen_create('many')");
+    for i in 1..=10 {
+        c.sql(&format!("CREATE ROLE m{i} LOGIN; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO m{i}"));
+        c.sql(&format!("SELECT seqgen_grant('many', 'm{i}')"));
+    }
+    for i in [1, 10] {
+        assert_eq!(fresh_draw(&c, &format!("m{i}"), "many", false), None, "m{i} refused");
+    }
+    c.sql("SELECT seqgen_revoke('many', 'm10')");
+    assert_eq!(fresh_draw(&c, "m10", "many", false).as_deref(), Some("42501"), "drawn after its revoke (10 grants)");
+    println!("first draws answered from the slot's grants: every revoke, owner change and re-creation held");
+}
+
+/// A revoke through two-phase commit, and a grant prepared: while a transaction that changed
+/// who may draw is prepared, the slot's grants are not used, and its COMMIT PREPARED (which runs
+/// no code of pg_seqgen's) holds for new sessions.
+#[test]
+fn prepared_grants_and_revokes_hold_for_new_sessions() {
+    let c = Cluster::init("cold_2pc", 57941, &["max_prepared_transactions = 4"]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE r LOGIN; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO r;
+         SELECT seqgen_create('tp'); SELECT seqgen_grant('tp', 'r');",
+    );
+    assert_eq!(fresh_draw(&c, "r", "tp", false), None);
+    c.connect().batch_execute("BEGIN; SELECT seqgen_revoke('tp', 'r'); PREPARE TRANSACTION 'rv'").unwrap();
+    // prepared: the grant holds (the allocator cannot reserve while the prepared transaction
+    // holds the row, 55P03, but the session may draw)
+    let before = fresh_draw(&c, "r", "tp", false);
+    assert!(matches!(before.as_deref(), None | Some("55P03")), "before the revoke committed: {before:?}");
+    c.connect().batch_execute("COMMIT PREPARED 'rv'").unwrap();
+    assert_eq!(fresh_draw(&c, "r", "tp", false).as_deref(), Some("42501"), "drawn after COMMIT PREPARED of a revoke");
+    // and back to no catalog read once nothing is prepared (the allocator sees it within seconds)
+    c.sql("SELECT seqgen_grant('tp', 'r')");
+    assert_eq!(fresh_draw(&c, "r", "tp", false), None);
+    // (a session that reads the grants from the catalog keeps them in the slot for the next)
+    let t = recovery_time(Duration::from_secs(15), || {
+        fresh_draw(&c, "r", "tp", false).is_none() && served_with_catalog_locked(&c, "r", "tp").is_ok()
+    });
+    println!("first draws served from the slot again {t:?} after the prepared revoke committed");
+}
