@@ -94,8 +94,8 @@ fn read(tag: &str) -> Result<Option<Grants>> {
     crate::plumbing::session::bounded_lock_wait(|| {
         as_superuser(|| {
             const SQL: &str = "SELECT owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
-             drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc \
-             WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+             drawers::pg_catalog.oid[]::pg_catalog.int8[], xmin::pg_catalog.text::pg_catalog.int8 \
+             FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
             // the latest committed row, whatever the isolation level: a grant, a revoke or a
             // new owner counts from its commit, as PostgreSQL's own privileges do (a
             // REPEATABLE READ snapshot taken before a revoke must not keep drawing, nor one
@@ -103,10 +103,14 @@ fn read(tag: &str) -> Result<Option<Grants>> {
             let rows = crate::plumbing::session::latest(SQL, &[tag.into()])?;
             let Some(row) = rows.first() else { return Ok(None) };
             let oid = |v: i64| pg_sys::Oid::from(v as u32);
+            // a row this transaction wrote (a drop and a create, an update in the statement
+            // that draws: its triggers fire after the statement) is not everyone's yet
+            let xmin = pg_sys::TransactionId::from(row[3].int().unwrap_or(0) as u32);
             Ok(Some(Grants {
                 owner: oid(row[0].int().unwrap_or(0)),
                 public: row[1].bool().unwrap_or(false),
                 drawers: row[2].ints().unwrap_or_default().into_iter().map(oid).collect(),
+                written_here: unsafe { pg_sys::TransactionIdIsCurrentTransactionId(xmin) },
             }))
         })
     })
@@ -135,6 +139,8 @@ pub struct Grants {
     owner: pg_sys::Oid,
     public: bool,
     drawers: Vec<pg_sys::Oid>,
+    /// Read from a row version this transaction wrote (not committed yet).
+    pub written_here: bool,
 }
 
 impl Grants {
@@ -179,6 +185,7 @@ pub fn latest_grants() -> std::result::Result<std::collections::HashMap<String, 
                     owner: oid(row[1].int().unwrap_or(0)),
                     public: row[2].bool().unwrap_or(false),
                     drawers: row[3].ints().unwrap_or_default().into_iter().map(oid).collect(),
+                    written_here: false,
                 },
             )
         })
@@ -227,7 +234,7 @@ impl SharedGrants {
     /// database's `acl_epoch` loaded before the read. Grants to more roles than the slot holds
     /// are not kept.
     pub fn publish(&self, gen: u64, epoch: u64, g: &Grants) {
-        if g.drawers.len() > SHARED_DRAWERS {
+        if g.drawers.len() > SHARED_DRAWERS || g.written_here {
             return;
         }
         let v = self.version.load(Ordering::Acquire);
@@ -265,6 +272,6 @@ impl SharedGrants {
         if !fresh || self.version.load(Ordering::Relaxed) != v {
             return None;
         }
-        Some(Grants { owner, public: flags & 1 == 1, drawers })
+        Some(Grants { owner, public: flags & 1 == 1, drawers, written_here: false })
     }
 }

@@ -254,6 +254,9 @@ struct Cache {
     names: Vec<u8>,
     /// What `seqgen_next` returned to this session, by entry (`seqgen_currval`).
     drawn: Values,
+    /// Where [`Cache::evict_one`] looks next, and how many entries it forgot.
+    hand: u32,
+    evictions: u64,
 }
 
 impl Cache {
@@ -302,19 +305,39 @@ impl Cache {
         Some(Entry { acl: self.entries[at].acl, r: c.r, hint: c.hint })
     }
 
-    fn remove(&mut self, tag: &str) {
+    fn remove(&mut self, tag: &[u8]) {
         let (names, entries) = (&self.names, &self.entries);
-        let found = self.map.find_entry(hash_of(tag.as_bytes()), |&i| {
-            same_bytes(Cache::name_of(names, &entries[i as usize]), tag.as_bytes())
-        });
+        let found =
+            self.map.find_entry(hash_of(tag), |&i| same_bytes(Cache::name_of(names, &entries[i as usize]), tag));
         if let Ok(o) = found {
             let (at, _) = o.remove();
             // its block, if any, is a gap
             self.entries[at as usize].blk = Block::default();
             let name = Cache::name_of(&self.names, &self.entries[at as usize]).to_vec();
             self.drawn.spill(at as usize, &name);
+            // a free entry has no name
+            self.entries[at as usize].name.len = 0;
             self.free.push(at);
         }
+    }
+
+    /// Make room for one more entry: forget the entry under the clock hand (one that is not
+    /// free, and not the last tag's), as shared memory evicts a slot for a new tag. A tag
+    /// forgotten is resolved again on its next draw (from the slot, with its grants).
+    fn evict_one(&mut self) -> bool {
+        let n = self.entries.len();
+        for _ in 0..n {
+            let at = self.hand as usize % n;
+            self.hand = (at + 1) as u32;
+            if at as u32 == self.last_at || self.entries[at].name.len == 0 {
+                continue;
+            }
+            let name = Cache::name_of(&self.names, &self.entries[at]).to_vec();
+            self.evictions += 1;
+            self.remove(&name);
+            return true;
+        }
+        false
     }
 
     /// Cache `e` for `tag` (a block kept for an earlier resolution becomes a gap); the index of
@@ -556,7 +579,7 @@ pub fn discard_drawn() {
 /// Forget a cached resolution (its slot changed generation).
 pub fn forget(tag: &str) {
     let mut c = CACHE.get();
-    c.remove(tag);
+    c.remove(tag.as_bytes());
     if matches!(&c.last, Some((n, _)) if n.is(tag)) {
         c.last = None;
     }
@@ -623,15 +646,18 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
     let stamp = Stamp::now(epoch);
     // a keyed counter is drawn with its tag's privileges
     let owner_tag = shmem::split_name(tag).0;
-    // a prepared transaction may change the answer when it commits, and this transaction's own
-    // grants are not everyone's: then the catalog is asked, and nothing is remembered
-    let settled = area.acl_prepared.load(Ordering::Acquire) == 0 && !crate::plumbing::pending::acl_changed_here();
-    let grants = match settled.then(|| r.slot.grants.read(r.gen, epoch)).flatten() {
+    // a prepared transaction may change the answer when it commits: then the catalog is asked,
+    // and nothing is remembered; a transaction that changed grants or dropped tags asks the
+    // catalog too (it sees its own changes there), and keeps nothing in shared memory (they
+    // are not everyone's; nor is a row it wrote, see `Grants::written_here`)
+    let settled = area.acl_prepared.load(Ordering::Acquire) == 0;
+    let shared = settled && !crate::plumbing::pending::catalog_changed_here();
+    let grants = match shared.then(|| r.slot.grants.read(r.gen, epoch)).flatten() {
         // what a backend read from the catalog for this slot, still current
         Some(g) => g,
         None => {
             let g = crate::plumbing::acl::grants(owner_tag)?;
-            if settled {
+            if shared {
                 r.slot.grants.publish(r.gen, epoch, &g);
             }
             g
@@ -645,12 +671,14 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
         return Ok((r, e.hint));
     }
     let mut c = CACHE.get();
-    let limit = 4 * shmem::server().map_or(1024, |s| s.max_tags as usize).max(4096);
+    let limit = guc::BACKEND_CACHE_SIZE.get().max(1) as usize;
     let same_area = c.area.is_some_and(|a| std::ptr::eq(a, area));
-    if !same_area || c.map.len() >= limit || c.names.len() >= limit * 16 {
+    // long names (a tag and a key) take room of their own, reclaimed by emptying the cache
+    if !same_area || c.names.len() >= limit * 32 {
         c.clear();
         c.area = Some(area);
     }
+    while c.map.len() >= limit && c.evict_one() {}
     c.last_at = c.insert(tag, e);
     c.last = Some((Name::new(tag), e));
     Ok((r, e.hint))

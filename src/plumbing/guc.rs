@@ -14,6 +14,7 @@ pub static PREFETCH_THRESHOLD: GucSetting<i32> = GucSetting::<i32>::new(10);
 pub static ADAPTIVE_STEP: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
 pub static BACKEND_BLOCK: GucSetting<i32> = GucSetting::<i32>::new(16);
+pub static BACKEND_CACHE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(131_072);
 pub static STEP_GROW_BELOW: GucSetting<i32> = GucSetting::<i32>::new(15 * 60);
 pub static STEP_SHRINK_ABOVE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60);
 pub static ALLOCATION_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
@@ -128,6 +129,16 @@ pub fn register(preloaded: bool) {
         &BACKEND_BLOCK,
         1,
         1024,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"seqgen.backend_cache_size",
+        c"Most tags and keys a session remembers at once.",
+        c"A session remembers each tag (and key) it drew from, with the answer to whether it may: about 260 bytes each. Past this many, it forgets one for each new one, and draws a forgotten one again from shared memory.",
+        &BACKEND_CACHE_SIZE,
+        16,
+        i32::MAX / 64,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -73,10 +73,11 @@ pub fn at_commit(action: Action) {
     QUEUE.get().actions.push((sub, action));
 }
 
-/// Did this transaction (in a subtransaction not rolled back) change who may draw from a tag?
-/// Then what it reads of the grants is not yet everyone's.
-pub fn acl_changed_here() -> bool {
-    QUEUE.get().actions.iter().any(|(_, a)| matches!(a, Action::AclChanged))
+/// Did this transaction (in a subtransaction not rolled back) change who may draw from a tag,
+/// or drop one (maybe to create it again)? Then what it reads of the grants is not yet
+/// everyone's, and what shared memory keeps of them is not yet its own.
+pub fn catalog_changed_here() -> bool {
+    QUEUE.get().actions.iter().any(|(_, a)| matches!(a, Action::AclChanged | Action::Retire(_) | Action::RetireAll))
 }
 
 fn register() {

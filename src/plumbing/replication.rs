@@ -104,7 +104,11 @@ pub fn refuse_while_receiving(tag: &str) -> Result<()> {
         None => {
             let at = CHANGES.0.get();
             let s = subscriptions()?.into_iter().find(|s| s.enabled && s.receives_catalog).map(|s| s.name);
-            RECEIVING.get().known = Some((at, s.clone()));
+            // read with the transaction's snapshot: under REPEATABLE READ it may predate a
+            // change whose invalidation this backend has seen already, so it is not kept
+            if !unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 } {
+                RECEIVING.get().known = Some((at, s.clone()));
+            }
             s
         }
     };

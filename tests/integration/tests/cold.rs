@@ -106,6 +106,27 @@ fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
     assert_eq!(fresh_draw(&c, "owner1", "d", false).as_deref(), Some("42501"), "the old owner drew the new tag");
     assert_eq!(fresh_draw(&c, "owner1", "d", true).as_deref(), Some("42501"), "the old owner drew the new tag's key");
 
+    // a tag dropped and created again by another role in a transaction that draws from it and
+    // rolls back: what it read of its own new row is not kept for anyone (the slot's grants
+    // were stale, so the draw read the catalog)
+    c.sql(
+        "CREATE ROLE grp; CREATE ROLE gm LOGIN IN ROLE grp; GRANT grp TO owner1;
+         GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO grp, gm;",
+    );
+    as_role(&c, "owner1").batch_execute("SELECT seqgen_create('rb')").unwrap();
+    assert_eq!(fresh_draw(&c, "owner1", "rb", false), None);
+    assert_eq!(fresh_draw(&c, "gm", "rb", false).as_deref(), Some("42501"));
+    c.sql("SELECT seqgen_grant('g', 'other')");
+    let mut o = as_role(&c, "owner1");
+    o.batch_execute(
+        "BEGIN; SELECT seqgen_drop('rb'); SET LOCAL ROLE grp; SELECT seqgen_create('rb'); SELECT seqgen_next('rb')",
+    )
+    .unwrap();
+    assert_eq!(fresh_draw(&c, "gm", "rb", false).as_deref(), Some("42501"), "drawn on a re-creation not committed");
+    o.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(fresh_draw(&c, "gm", "rb", false).as_deref(), Some("42501"), "drawn on a re-creation rolled back");
+    assert_eq!(fresh_draw(&c, "owner1", "rb", false), None, "the owner refused after a re-creation rolled back");
+
     // granted to more roles than a slot keeps: read from the catalog each first time, and right
     c.sql("SELECT seqgen_create('many')");
     for i in 1..=10 {
@@ -148,4 +169,59 @@ fn prepared_grants_and_revokes_hold_for_new_sessions() {
         fresh_draw(&c, "r", "tp", false).is_none() && served_with_catalog_locked(&c, "r", "tp").is_ok()
     });
     println!("first draws served from the slot again {t:?} after the prepared revoke committed");
+}
+
+/// `seqgen.backend_cache_size`: a session that draws from more tags and keys than it may
+/// remember forgets one for each new one, and draws on: every value once, each tag's values
+/// rising, `seqgen_currval` and `seqgen_lastval` right, and a revoke holding for a tag it forgot
+/// and drew again.
+#[test]
+fn a_session_past_its_cache_size_forgets_and_draws_on() {
+    let c = Cluster::init("cold_evict", 57942, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE r LOGIN; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO r;
+         SELECT count(seqgen_create('e' || g, 10)) FROM generate_series(0, 99) g;
+         SELECT count(seqgen_grant('e' || g, 'r')) FROM generate_series(0, 99) g;",
+    );
+    let mut s = as_role(&c, "r");
+    s.batch_execute("SET seqgen.backend_cache_size = 16").unwrap();
+    let mut ledger = Ledger::default();
+    let mut last = std::collections::HashMap::new();
+    let mut last_key = 0;
+    for round in 0..5 {
+        // 100 tags and 100 keys of one of them in turn, three times a round: 6 times the cache
+        for _ in 0..3 {
+            let rows = s
+                .query(
+                    "SELECT g, seqgen_next('e' || g), seqgen_currval('e' || g), seqgen_next('e0', 'k' || g) \
+                     FROM generate_series(0, 99) g",
+                    &[],
+                )
+                .unwrap();
+            for row in rows {
+                let (g, v, cur, k): (i32, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+                assert_eq!(v, cur, "round {round}: seqgen_currval of e{g} is not the value just drawn");
+                if let Some(before) = last.insert(g, v) {
+                    assert!(v > before, "round {round}: e{g} drew {v} after {before}");
+                }
+                ledger.add([v * 1000 + i64::from(g), -(k * 1000 + i64::from(g)) - 1]);
+                last_key = k;
+            }
+        }
+        let lastval: i64 = s.query_one("SELECT seqgen_lastval()", &[]).unwrap().get(0);
+        assert_eq!(lastval, last_key, "round {round}: seqgen_lastval is not the last key drawn");
+    }
+    ledger.assert_unique("values of 100 tags and 100 keys drawn through a cache of 16");
+    // the value of a tag the session forgot is still its currval
+    let v: i64 = s.query_one("SELECT seqgen_next('e1')", &[]).unwrap().get(0);
+    s.batch_execute("SELECT count(seqgen_next('e' || g)) FROM generate_series(2, 99) g").unwrap();
+    let cur: i64 = s.query_one("SELECT seqgen_currval('e1')", &[]).unwrap().get(0);
+    assert_eq!(cur, v, "seqgen_currval of a tag the session forgot");
+    // a tag the session forgot and resolved again, revoked meanwhile
+    c.sql("SELECT seqgen_revoke('e5', 'r')");
+    let r = s.query_one("SELECT seqgen_next('e5')", &[]).err().as_ref().and_then(sqlstate);
+    assert_eq!(r.as_deref(), Some("42501"), "drawn after its revoke");
+    println!("5 rounds of 100 tags and 100 keys through a session cache of 16: every value once, each tag rising");
 }
