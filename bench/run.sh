@@ -3,7 +3,7 @@
 # by side in the same run against PostgreSQL's own nextval, gen_random_uuid() and the per-row
 # floor abs(g).
 #
-#   bash bench/run.sh                 # full run (about 30 minutes on 2 cores)
+#   bash bench/run.sh                 # full run (about 35 minutes on 2 cores)
 #   BENCH_SECONDS=5 bash bench/run.sh # shorter pgbench runs
 #   PG_MAJOR=18 bash bench/run.sh     # on PostgreSQL 18 (adds its built-in uuidv7())
 #
@@ -171,3 +171,6 @@ PG_MAJOR=$PG_MAJOR bash "$BENCH_DIR/keys.sh"
 
 say "cold paths, new sessions: bench/cold.sh"
 PG_MAJOR=$PG_MAJOR bash "$BENCH_DIR/cold.sh"
+
+say "a burst of new keys from 8 sessions, beside a counter upsert: bench/burst.sh"
+PG_MAJOR=$PG_MAJOR bash "$BENCH_DIR/burst.sh"

@@ -672,6 +672,7 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
     }
     let mut c = CACHE.get();
     let limit = guc::BACKEND_CACHE_SIZE.get().max(1) as usize;
+    // (the last tag's entry is kept: with a limit of 1 the cache may hold 2)
     let same_area = c.area.is_some_and(|a| std::ptr::eq(a, area));
     // long names (a tag and a key) take room of their own, reclaimed by emptying the cache
     if !same_area || c.names.len() >= limit * 32 {

@@ -137,7 +137,7 @@ pub fn register(preloaded: bool) {
         c"Most tags and keys a session remembers at once.",
         c"A session remembers each tag (and key) it drew from, with the answer to whether it may: about 260 bytes each. Past this many, it forgets one for each new one, and draws a forgotten one again from shared memory.",
         &BACKEND_CACHE_SIZE,
-        16,
+        1,
         i32::MAX / 64,
         GucContext::Userset,
         GucFlags::default(),

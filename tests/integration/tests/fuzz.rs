@@ -658,6 +658,10 @@ impl Run {
             // blocks of values per session (draws from many tags in turn): the default, the
             // most, none, and an odd size
             cl.batch_execute(&format!("SET seqgen.backend_block = {}", [16, 1024, 1, 3][s % 4])).unwrap();
+            // and a session that remembers few tags and keys (it forgets one for each new one)
+            if s == 1 || s == 3 {
+                cl.batch_execute("SET seqgen.backend_cache_size = 2").unwrap();
+            }
             // two sessions at the stricter isolation levels: every check that guards uniqueness
             // or privileges must decide on the latest committed state whatever the level
             let level = match s {
