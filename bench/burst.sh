@@ -33,11 +33,11 @@ SQL
 mkdir -p "$OUT" && chown postgres "$OUT"
 
 burst() {
-    local name=$1 sql=$2
+    local name=$1 sql=$2 clients=${3:-$CLIENTS} keys=${4:-$KEYS}
     printf '\\set i :i + 1\n%s\n' "$sql" > "$OUT/$name.sql"
     rm -f "$OUT/log_$name".*
-    (cd "$OUT" && sudo -u postgres "$PG_BIN/pgbench" -h "$DIR" -p "$PORT" -n -c "$CLIENTS" -j 2 -M prepared \
-        -t $((KEYS / CLIENTS)) -D i=0 --log --log-prefix="$OUT/log_$name" -f "$OUT/$name.sql" postgres) \
+    (cd "$OUT" && sudo -u postgres "$PG_BIN/pgbench" -h "$DIR" -p "$PORT" -n -c "$clients" -j "$(( clients < 2 ? 1 : 2 ))" \
+        -M prepared -t $((keys / clients)) -D i=0 --log --log-prefix="$OUT/log_$name" -f "$OUT/$name.sql" postgres) \
         > "$OUT/$name.out" 2>&1
     grep -q "tps = " "$OUT/$name.out" || { cat "$OUT/$name.out"; exit 1; }
     echo "  $name: $(grep -o 'tps = [0-9.]*' "$OUT/$name.out" | head -1)"
@@ -46,6 +46,11 @@ for r in 1 2 3; do
     say "round $r: $KEYS new keys from $CLIENTS sessions, each kind"
     burst "seqgen_$r" "SELECT seqgen_next('burst', 'r$r-' || :client_id || '-' || :i);"
     burst "upsert_$r" "INSERT INTO counters AS c VALUES ('r$r-' || :client_id || '-' || :i, 1) ON CONFLICT (k) DO UPDATE SET n = c.n + 1 RETURNING n;"
+done
+say "a cold key alone: 2,000 new keys from one session, each kind"
+for r in 1 2 3; do
+    burst "seqgen_one_$r" "SELECT seqgen_next('burst', 'one$r-' || :i);" 1 2000
+    burst "upsert_one_$r" "INSERT INTO counters AS c VALUES ('one$r-' || :i, 1) ON CONFLICT (k) DO UPDATE SET n = c.n + 1 RETURNING n;" 1 2000
 done
 psql_at "$DIR" "$PORT" -At -c "SELECT 'keys in the catalog: ' || count(*) FROM seqgen.key_counter WHERE biz_tag = 'burst'"
 
@@ -65,4 +70,11 @@ print("| --- | ---: | ---: | ---: | ---: |")
 print("| `seqgen_next('burst', key)` | {:,.0f} | {:.2f} | {:.2f} | {:.1f} |".format(*res['seqgen']))
 print("| a counter upsert (`INSERT ... ON CONFLICT DO UPDATE ... RETURNING`) | {:,.0f} | {:.2f} | {:.2f} | {:.1f} |".format(*res['upsert']))
 print(f"\nseqgen_next: {res['seqgen'][0] / res['upsert'][0]:.2f}x the upsert's rate (median of 3 rounds)")
+for kind in ('seqgen_one', 'upsert_one'):
+    rows = [round_stats(f'{kind}_{r}') for r in (1, 2, 3)]
+    res[kind] = [statistics.median(x[i] for x in rows) for i in range(4)]
+print("\n| 2,000 new keys from one session (a cold key alone) | keys per second | p50 wait, ms | p99 wait, ms | longest, ms |")
+print("| --- | ---: | ---: | ---: | ---: |")
+print("| `seqgen_next('burst', key)` | {:,.0f} | {:.2f} | {:.2f} | {:.1f} |".format(*res['seqgen_one']))
+print("| a counter upsert | {:,.0f} | {:.2f} | {:.2f} | {:.1f} |".format(*res['upsert_one']))
 PY

@@ -90,12 +90,17 @@ for t in $TS; do
 done
 say "memory: a new session's private memory (RssAnon) before and after its first draw of each of T tags"
 MEM=$(mktemp)
-for t in $TS; do
+# the last: the largest T with the session's cache bounded at a fifth of it
+for t in $TS bounded; do
+    bound=""
+    if [ "$t" = bounded ]; then t=$MAX_T bound="SET seqgen.backend_cache_size = $((MAX_T / 5));"; fi
     psql_at "$DIR" "$PORT" -At >>"$MEM" <<SQL
+$bound
 SELECT seqgen_next('t0'), count(length('t' || g)) FROM generate_series(0, $t - 1) g \gset
 SELECT (regexp_match(pg_read_file('/proc/self/status'), 'RssAnon:\s+(\d+)'))[1]::int8 AS before \gset
 SELECT count(seqgen_next('t' || g)) FROM generate_series(0, $t - 1) g \gset
-SELECT $t, (regexp_match(pg_read_file('/proc/self/status'), 'RssAnon:\s+(\d+)'))[1]::int8 - :before;
+SELECT $t, (regexp_match(pg_read_file('/proc/self/status'), 'RssAnon:\s+(\d+)'))[1]::int8 - :before,
+       current_setting('seqgen.backend_cache_size');
 SQL
 done
 python3 - "$RESULTS" "$ROWS" "$MEM" <<'PY'
@@ -122,10 +127,10 @@ for t in ts:
                        ('nextval', "`nextval(('s' || g % T)::regclass)`")):
         v = med('rows', t, kind, 0)
         print(f"| T = {t:,}: {what} | {v:.0f} | {v / floor:.2f}x |")
-print("\n| a new session's first draw of T tags | its private memory grew by | per tag |")
-print("| --- | ---: | ---: |")
+print("\n| a new session's first draw of T tags | seqgen.backend_cache_size | its private memory grew by | per tag |")
+print("| --- | ---: | ---: | ---: |")
 for line in open(sys.argv[3]).read().split():
-    t, kb = (int(x) for x in line.split('|'))
-    print(f"| T = {t:,} | {kb / 1024:.1f} MB | {kb * 1024 / t:.0f} bytes |")
+    t, kb, size = (int(x) for x in line.split('|'))
+    print(f"| T = {t:,} | {size:,} | {kb / 1024:.1f} MB | {kb * 1024 / t:.0f} bytes |")
 PY
 rm -f "$RESULTS" "$MEM"
