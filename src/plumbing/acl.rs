@@ -41,6 +41,30 @@ pub fn changed_here() {
     MEMBERSHIPS.0.set(MEMBERSHIPS.0.get().wrapping_add(1));
 }
 
+/// Set when this backend cached an answer read from a row version its own transaction wrote
+/// (a tag dropped and created again, say): cleared when the transaction ends.
+static OWN_WRITES: Local = Local(Cell::new(0));
+
+/// An answer read from a row version this transaction wrote is being cached: should the
+/// transaction, or a subtransaction, roll back, the answers no longer count.
+pub fn cached_from_own_write() {
+    OWN_WRITES.0.set(1);
+    crate::plumbing::pending::watch_transaction();
+}
+
+/// A transaction or subtransaction rolled back: answers that may rest on what it wrote no
+/// longer count.
+pub fn rolled_back() {
+    if OWN_WRITES.0.get() != 0 {
+        changed_here();
+    }
+}
+
+/// The transaction ended (committed or rolled back, after [`rolled_back`]).
+pub fn transaction_ended() {
+    OWN_WRITES.0.set(0);
+}
+
 /// What a cached answer depends on besides the tag: the current user, and the epochs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {

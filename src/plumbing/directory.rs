@@ -670,6 +670,10 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
     if !settled {
         return Ok((r, e.hint));
     }
+    if grants.written_here {
+        // a rollback of what this transaction wrote makes the answer stale
+        crate::plumbing::acl::cached_from_own_write();
+    }
     let mut c = CACHE.get();
     let limit = guc::BACKEND_CACHE_SIZE.get().max(1) as usize;
     // (the last tag's entry is kept: with a limit of 1 the cache may hold 2)
@@ -679,7 +683,10 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
         c.clear();
         c.area = Some(area);
     }
-    while c.map.len() >= limit && c.evict_one() {}
+    // (a tag checked again keeps its entry)
+    if c.find_at(tag).is_none() {
+        while c.map.len() >= limit && c.evict_one() {}
+    }
     c.last_at = c.insert(tag, e);
     c.last = Some((Name::new(tag), e));
     Ok((r, e.hint))

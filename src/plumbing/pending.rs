@@ -80,6 +80,11 @@ pub fn catalog_changed_here() -> bool {
     QUEUE.get().actions.iter().any(|(_, a)| matches!(a, Action::AclChanged | Action::Retire(_) | Action::RetireAll))
 }
 
+/// Have this backend's transaction callbacks run from now on (see `acl::cached_from_own_write`).
+pub fn watch_transaction() {
+    register();
+}
+
 fn register() {
     let mut q = QUEUE.get();
     if !q.registered {
@@ -104,13 +109,17 @@ unsafe extern "C-unwind" fn subxact_callback(
     let mut q = QUEUE.get();
     match event {
         SUBXACT_EVENT_ABORT_SUB => {
-            let acl = q.actions.iter().any(|(sub, a)| *sub == my_subid && matches!(a, Action::AclChanged));
+            let acl = q.actions.iter().any(|(sub, a)| {
+                *sub == my_subid && matches!(a, Action::AclChanged | Action::Retire(_) | Action::RetireAll)
+            });
             q.actions.retain(|(sub, _)| *sub != my_subid);
             if acl {
-                // this backend cached answers while the rolled-back grant or revoke was visible
-                // to it: they no longer count
+                // this backend cached answers while the rolled-back grant, revoke or drop was
+                // visible to it: they no longer count
                 crate::plumbing::acl::changed_here();
             }
+            // nor do answers read from rows the subtransaction may have written
+            crate::plumbing::acl::rolled_back();
         }
         SUBXACT_EVENT_COMMIT_SUB => {
             for (sub, _) in q.actions.iter_mut().filter(|(sub, _)| *sub == my_subid) {
@@ -153,14 +162,21 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
                     Action::Attach(_) | Action::BeforeCommit(_) => {}
                 }
             }
+            if event == XACT_EVENT_PREPARE {
+                // it may yet roll back: answers read from what it wrote no longer count
+                crate::plumbing::acl::rolled_back();
+            }
+            crate::plumbing::acl::transaction_ended();
             release_hold();
         }
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => {
             let mut q = QUEUE.get();
-            if q.actions.iter().any(|(_, a)| matches!(a, Action::AclChanged)) {
-                // answers cached while the aborted grant or revoke was visible here
+            if q.actions.iter().any(|(_, a)| matches!(a, Action::AclChanged | Action::Retire(_) | Action::RetireAll)) {
+                // answers cached while the aborted grant, revoke or drop was visible here
                 crate::plumbing::acl::changed_here();
             }
+            crate::plumbing::acl::rolled_back();
+            crate::plumbing::acl::transaction_ended();
             q.actions.clear();
             drop(q);
             release_hold();

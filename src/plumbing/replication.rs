@@ -31,30 +31,28 @@ struct Subscription {
 }
 
 fn subscriptions() -> Result<Vec<Subscription>> {
-    as_superuser(|| {
-        Spi::connect(|c| {
-            c.select(
-                "SELECT s.subname::pg_catalog.text, s.subenabled, EXISTS (SELECT FROM pg_catalog.pg_subscription_rel r \
-                   WHERE r.srsubid OPERATOR(pg_catalog.=) s.oid \
-                     AND r.srrelid OPERATOR(pg_catalog.=) 'seqgen.alloc'::pg_catalog.regclass) \
-                 FROM pg_catalog.pg_subscription s \
-                 WHERE s.subdbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
-                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) \
-                 ORDER BY 1",
-                None,
-                &[],
-            )?
-            .map(|r| {
-                Ok(Subscription {
-                    name: r.get(1)?.unwrap_or_default(),
-                    enabled: r.get(2)?.unwrap_or(false),
-                    receives_catalog: r.get(3)?.unwrap_or(false),
+    // with the latest snapshot, whatever the isolation level (and not the calling statement's,
+    // which SPI reuses in a transaction that has written nothing): a change committed before the
+    // read is seen, and one committed after it invalidates the answer kept
+    const SQL: &str =
+        "SELECT s.subname::pg_catalog.text, s.subenabled, EXISTS (SELECT FROM pg_catalog.pg_subscription_rel r \
+           WHERE r.srsubid OPERATOR(pg_catalog.=) s.oid \
+             AND r.srrelid OPERATOR(pg_catalog.=) 'seqgen.alloc'::pg_catalog.regclass) \
+         FROM pg_catalog.pg_subscription s \
+         WHERE s.subdbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
+           WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) \
+         ORDER BY 1";
+    as_superuser(|| crate::plumbing::session::latest(SQL, &[]))
+        .map(|rows| {
+            rows.into_iter()
+                .map(|r| Subscription {
+                    name: r[0].text().unwrap_or_default(),
+                    enabled: r[1].bool().unwrap_or(false),
+                    receives_catalog: r[2].bool().unwrap_or(false),
                 })
-            })
-            .collect::<std::result::Result<Vec<_>, pgrx::spi::Error>>()
+                .collect()
         })
-    })
-    .map_err(|e| SeqgenError::Internal(e.to_string()))
+        .map_err(|e| SeqgenError::Internal(e.to_string()))
 }
 
 /// Bumped whenever `pg_subscription` or `pg_subscription_rel` change (a syscache callback):
@@ -104,11 +102,7 @@ pub fn refuse_while_receiving(tag: &str) -> Result<()> {
         None => {
             let at = CHANGES.0.get();
             let s = subscriptions()?.into_iter().find(|s| s.enabled && s.receives_catalog).map(|s| s.name);
-            // read with the transaction's snapshot: under REPEATABLE READ it may predate a
-            // change whose invalidation this backend has seen already, so it is not kept
-            if !unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 } {
-                RECEIVING.get().known = Some((at, s.clone()));
-            }
+            RECEIVING.get().known = Some((at, s.clone()));
             s
         }
     };

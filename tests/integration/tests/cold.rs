@@ -127,6 +127,18 @@ fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
     assert_eq!(fresh_draw(&c, "gm", "rb", false).as_deref(), Some("42501"), "drawn on a re-creation rolled back");
     assert_eq!(fresh_draw(&c, "owner1", "rb", false), None, "the owner refused after a re-creation rolled back");
 
+    // the same rolled back to a savepoint: the answer the session cached from its own new row
+    // (owned by grp) does not outlive the rollback
+    let mut o = as_role(&c, "owner1");
+    o.batch_execute(
+        "BEGIN; SAVEPOINT a; SELECT seqgen_drop('rb'); SET LOCAL ROLE grp; SELECT seqgen_create('rb'); \
+         SELECT seqgen_next('rb'); ROLLBACK TO SAVEPOINT a; SET LOCAL ROLE grp",
+    )
+    .unwrap();
+    let r = o.query_one("SELECT seqgen_next('rb')", &[]).err().as_ref().and_then(sqlstate);
+    assert_eq!(r.as_deref(), Some("42501"), "drawn as grp after the re-creation was rolled back to its savepoint");
+    o.batch_execute("ROLLBACK").unwrap();
+
     // granted to more roles than a slot keeps: read from the catalog each first time, and right
     c.sql("SELECT seqgen_create('many')");
     for i in 1..=10 {
