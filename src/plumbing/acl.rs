@@ -49,7 +49,7 @@ static OWN_WRITES: Local = Local(Cell::new(0));
 /// transaction, or a subtransaction, roll back, the answers no longer count.
 pub fn cached_from_own_write() {
     OWN_WRITES.0.set(1);
-    crate::plumbing::pending::watch_transaction();
+    crate::plumbing::pending::register();
 }
 
 /// A transaction or subtransaction rolled back: answers that may rest on what it wrote no

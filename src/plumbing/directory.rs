@@ -254,9 +254,8 @@ struct Cache {
     names: Vec<u8>,
     /// What `seqgen_next` returned to this session, by entry (`seqgen_currval`).
     drawn: Values,
-    /// Where [`Cache::evict_one`] looks next, and how many entries it forgot.
+    /// Where [`Cache::evict_one`] looks next.
     hand: u32,
-    evictions: u64,
 }
 
 impl Cache {
@@ -333,7 +332,6 @@ impl Cache {
                 continue;
             }
             let name = Cache::name_of(&self.names, &self.entries[at]).to_vec();
-            self.evictions += 1;
             self.remove(&name);
             return true;
         }

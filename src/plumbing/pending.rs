@@ -53,6 +53,14 @@ pub enum Action {
     BeforeCommit(Box<dyn FnOnce()>),
 }
 
+impl Action {
+    /// Does it change who may draw from a tag, or drop one (which a transaction may create
+    /// again under another owner)?
+    fn changes_grants(&self) -> bool {
+        matches!(self, Action::AclChanged | Action::Retire(_) | Action::RetireAll)
+    }
+}
+
 #[derive(Default)]
 struct Queue {
     registered: bool,
@@ -77,15 +85,12 @@ pub fn at_commit(action: Action) {
 /// or drop one (maybe to create it again)? Then what it reads of the grants is not yet
 /// everyone's, and what shared memory keeps of them is not yet its own.
 pub fn catalog_changed_here() -> bool {
-    QUEUE.get().actions.iter().any(|(_, a)| matches!(a, Action::AclChanged | Action::Retire(_) | Action::RetireAll))
+    QUEUE.get().actions.iter().any(|(_, a)| a.changes_grants())
 }
 
-/// Have this backend's transaction callbacks run from now on (see `acl::cached_from_own_write`).
-pub fn watch_transaction() {
-    register();
-}
-
-fn register() {
+/// Have this backend's transaction callbacks run from now on (queuing an action does it; see
+/// also `acl::cached_from_own_write`).
+pub fn register() {
     let mut q = QUEUE.get();
     if !q.registered {
         unsafe {
@@ -109,9 +114,7 @@ unsafe extern "C-unwind" fn subxact_callback(
     let mut q = QUEUE.get();
     match event {
         SUBXACT_EVENT_ABORT_SUB => {
-            let acl = q.actions.iter().any(|(sub, a)| {
-                *sub == my_subid && matches!(a, Action::AclChanged | Action::Retire(_) | Action::RetireAll)
-            });
+            let acl = q.actions.iter().any(|(sub, a)| *sub == my_subid && a.changes_grants());
             q.actions.retain(|(sub, _)| *sub != my_subid);
             if acl {
                 // this backend cached answers while the rolled-back grant, revoke or drop was
@@ -171,7 +174,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
         }
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => {
             let mut q = QUEUE.get();
-            if q.actions.iter().any(|(_, a)| matches!(a, Action::AclChanged | Action::Retire(_) | Action::RetireAll)) {
+            if q.actions.iter().any(|(_, a)| a.changes_grants()) {
                 // answers cached while the aborted grant, revoke or drop was visible here
                 crate::plumbing::acl::changed_here();
             }

@@ -345,6 +345,11 @@ impl Cluster {
         self.connect_db("postgres")
     }
 
+    /// A new session of role `role` in database `postgres`.
+    pub fn connect_as(&self, role: &str) -> Client {
+        Client::connect(&format!("{} user={role}", self.conninfo("postgres")), NoTls).unwrap()
+    }
+
     pub fn connect_db(&self, db: &str) -> Client {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {

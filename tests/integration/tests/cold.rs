@@ -5,17 +5,12 @@
 
 use std::time::Duration;
 
-use postgres::{Client, NoTls};
 use seqgen_integration::*;
-
-fn as_role(c: &Cluster, role: &str) -> Client {
-    Client::connect(&format!("{} user={role}", c.conninfo("postgres")), NoTls).unwrap()
-}
 
 /// A new session of `role` draws from `tag` (and from its key `k` when `key`): the SQLSTATE of
 /// the failure, `None` when it drew.
 fn fresh_draw(c: &Cluster, role: &str, tag: &str, key: bool) -> Option<String> {
-    let mut s = as_role(c, role);
+    let mut s = c.connect_as(role);
     let sql = if key { format!("SELECT seqgen_next('{tag}', 'k')") } else { format!("SELECT seqgen_next('{tag}')") };
     s.query_one(&sql, &[]).err().as_ref().and_then(sqlstate)
 }
@@ -25,7 +20,7 @@ fn fresh_draw(c: &Cluster, role: &str, tag: &str, key: bool) -> Option<String> {
 fn served_with_catalog_locked(c: &Cluster, role: &str, tag: &str) -> Result<(), String> {
     let mut l = c.connect();
     l.batch_execute("BEGIN; LOCK TABLE seqgen.alloc IN ACCESS EXCLUSIVE MODE").unwrap();
-    let mut s = as_role(c, role);
+    let mut s = c.connect_as(role);
     let r = s.batch_execute(&format!("SET lock_timeout = '300ms'; SELECT seqgen_next('{tag}')"));
     l.batch_execute("ROLLBACK").unwrap();
     r.map_err(|e| sqlstate(&e).unwrap_or_else(|| e.to_string()))
@@ -41,7 +36,7 @@ fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
          CREATE ROLE other LOGIN; CREATE ROLE member LOGIN;
          GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO owner1, owner2, drawer, other, member;",
     );
-    as_role(&c, "owner1").batch_execute("SELECT seqgen_create('g'); SELECT seqgen_grant('g', 'drawer')").unwrap();
+    c.connect_as("owner1").batch_execute("SELECT seqgen_create('g'); SELECT seqgen_grant('g', 'drawer')").unwrap();
 
     // the tag and its key in shared memory, their grants kept by the first session's draw
     assert_eq!(fresh_draw(&c, "drawer", "g", false), None);
@@ -60,7 +55,7 @@ fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
     // a membership given, and taken back: new sessions, and a session that drew meanwhile
     c.sql("GRANT drawer TO member");
     assert_eq!(fresh_draw(&c, "member", "g", false), None, "a member of the grantee refused");
-    let mut m = as_role(&c, "member");
+    let mut m = c.connect_as("member");
     m.batch_execute("SELECT seqgen_next('g')").unwrap();
     c.sql("REVOKE drawer FROM member");
     let r = m.query_one("SELECT seqgen_next('g')", &[]).err().as_ref().and_then(sqlstate);
@@ -68,16 +63,16 @@ fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
     assert_eq!(fresh_draw(&c, "member", "g", false).as_deref(), Some("42501"));
 
     // a revoke: every new session, for the tag and its key
-    as_role(&c, "owner1").batch_execute("SELECT seqgen_revoke('g', 'drawer')").unwrap();
+    c.connect_as("owner1").batch_execute("SELECT seqgen_revoke('g', 'drawer')").unwrap();
     assert_eq!(fresh_draw(&c, "drawer", "g", false).as_deref(), Some("42501"), "drawn after its revoke");
     assert_eq!(fresh_draw(&c, "drawer", "g", true).as_deref(), Some("42501"), "a key drawn after its revoke");
     // and a grant again
-    as_role(&c, "owner1").batch_execute("SELECT seqgen_grant('g', 'drawer')").unwrap();
+    c.connect_as("owner1").batch_execute("SELECT seqgen_grant('g', 'drawer')").unwrap();
     assert_eq!(fresh_draw(&c, "drawer", "g", false), None, "refused after a grant");
 
     // a grant not committed yet, with the granting session drawing meanwhile (it reads the
     // catalog with its own change): no one else may draw until it commits, nor after it rolls back
-    let mut o = as_role(&c, "owner1");
+    let mut o = c.connect_as("owner1");
     o.batch_execute("BEGIN; SELECT seqgen_grant('g', 'other'); SELECT seqgen_next('g'); SELECT seqgen_next('g', 'k')")
         .unwrap();
     assert_eq!(fresh_draw(&c, "other", "g", false).as_deref(), Some("42501"), "drawn on a grant not committed");
@@ -97,11 +92,11 @@ fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
     assert_eq!(fresh_draw(&c, "owner2", "g", false), None, "the new owner refused");
 
     // a tag dropped and created again by another role: the old owner's new session is refused
-    as_role(&c, "owner1").batch_execute("SELECT seqgen_create('d')").unwrap();
+    c.connect_as("owner1").batch_execute("SELECT seqgen_create('d')").unwrap();
     assert_eq!(fresh_draw(&c, "owner1", "d", false), None);
     assert_eq!(fresh_draw(&c, "owner1", "d", true), None);
     c.sql("SELECT seqgen_drop('d')");
-    as_role(&c, "owner2").batch_execute("SELECT seqgen_create('d')").unwrap();
+    c.connect_as("owner2").batch_execute("SELECT seqgen_create('d')").unwrap();
     assert_eq!(fresh_draw(&c, "owner2", "d", false), None);
     assert_eq!(fresh_draw(&c, "owner1", "d", false).as_deref(), Some("42501"), "the old owner drew the new tag");
     assert_eq!(fresh_draw(&c, "owner1", "d", true).as_deref(), Some("42501"), "the old owner drew the new tag's key");
@@ -113,11 +108,11 @@ fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
         "CREATE ROLE grp; CREATE ROLE gm LOGIN IN ROLE grp; GRANT grp TO owner1;
          GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO grp, gm;",
     );
-    as_role(&c, "owner1").batch_execute("SELECT seqgen_create('rb')").unwrap();
+    c.connect_as("owner1").batch_execute("SELECT seqgen_create('rb')").unwrap();
     assert_eq!(fresh_draw(&c, "owner1", "rb", false), None);
     assert_eq!(fresh_draw(&c, "gm", "rb", false).as_deref(), Some("42501"));
     c.sql("SELECT seqgen_grant('g', 'other')");
-    let mut o = as_role(&c, "owner1");
+    let mut o = c.connect_as("owner1");
     o.batch_execute(
         "BEGIN; SELECT seqgen_drop('rb'); SET LOCAL ROLE grp; SELECT seqgen_create('rb'); SELECT seqgen_next('rb')",
     )
@@ -129,7 +124,7 @@ fn first_draws_from_shared_grants_keep_every_privilege_guarantee() {
 
     // the same rolled back to a savepoint: the answer the session cached from its own new row
     // (owned by grp) does not outlive the rollback
-    let mut o = as_role(&c, "owner1");
+    let mut o = c.connect_as("owner1");
     o.batch_execute(
         "BEGIN; SAVEPOINT a; SELECT seqgen_drop('rb'); SET LOCAL ROLE grp; SELECT seqgen_create('rb'); \
          SELECT seqgen_next('rb'); ROLLBACK TO SAVEPOINT a; SET LOCAL ROLE grp",
@@ -197,7 +192,7 @@ fn a_session_past_its_cache_size_forgets_and_draws_on() {
          SELECT count(seqgen_create('e' || g, 10)) FROM generate_series(0, 99) g;
          SELECT count(seqgen_grant('e' || g, 'r')) FROM generate_series(0, 99) g;",
     );
-    let mut s = as_role(&c, "r");
+    let mut s = c.connect_as("r");
     s.batch_execute("SET seqgen.backend_cache_size = 16").unwrap();
     let mut ledger = Ledger::default();
     let mut last = std::collections::HashMap::new();

@@ -4,12 +4,8 @@
 
 use std::time::Duration;
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 use seqgen_integration::*;
-
-fn as_role(c: &Cluster, role: &str) -> Client {
-    Client::connect(&format!("{} user={role}", c.conninfo("postgres")), NoTls).unwrap()
-}
 
 /// (committed rows, rows without a number, numbers repeated within a key) of `table`.
 fn tally(c: &Cluster, table: &str, key: &str, no: &str) -> (i64, i64, i64) {
@@ -115,7 +111,7 @@ fn gapless_rows_hidden_or_frozen_are_numbered_or_refused() {
          GRANT SELECT, INSERT, UPDATE ON inv TO clerk;
          GRANT USAGE ON SEQUENCE inv_id_seq TO clerk;",
     );
-    let mut clerk = as_role(&c, "clerk");
+    let mut clerk = c.connect_as("clerk");
     // the issue's recipe: 3 rows, 2 of them hidden from the clerk by the SELECT policy
     let r = clerk.batch_execute("INSERT INTO inv (tenant) VALUES ('acme'), ('beta'), ('beta')");
     let (rows, unnumbered, repeats) = tally(&c, "inv", "tenant", "no");
@@ -175,11 +171,11 @@ fn gapless_privileges_are_the_documented_ones() {
          GRANT INSERT (tenant), SELECT, UPDATE (no) ON inv TO enough;
          GRANT USAGE ON SEQUENCE inv_id_seq TO narrow, enough;",
     );
-    let e = as_role(&c, "narrow").batch_execute("INSERT INTO inv (tenant) VALUES ('acme')").unwrap_err();
+    let e = c.connect_as("narrow").batch_execute("INSERT INTO inv (tenant) VALUES ('acme')").unwrap_err();
     assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{e:?}");
     let msg = format!("{e:?}");
     assert!(msg.contains("number the rows of table public.inv"), "{msg}");
-    as_role(&c, "enough").batch_execute("INSERT INTO inv (tenant) VALUES ('acme'), ('acme'), ('beta')").unwrap();
+    c.connect_as("enough").batch_execute("INSERT INTO inv (tenant) VALUES ('acme'), ('acme'), ('beta')").unwrap();
     assert_eq!(tally(&c, "inv", "tenant", "no"), (3, 0, 0));
     assert_eq!(c.one_i64("SELECT max(no) FROM inv"), 2);
 }
@@ -250,7 +246,7 @@ fn gapless_numbers_rows_of_inheritance_children() {
          SELECT seqgen_grant('ginh', 'clerk');",
     );
     // the owner of the parent, who may not call seqgen_gapless_attach, adds a child
-    as_role(&c, "clerk").batch_execute("CREATE TABLE hinv_clerk () INHERITS (hinv)").unwrap();
+    c.connect_as("clerk").batch_execute("CREATE TABLE hinv_clerk () INHERITS (hinv)").unwrap();
     let attached = c.one_i64(
         "SELECT count(*) FROM pg_trigger WHERE tgname = 'seqgen_gapless_no' \
           AND tgrelid IN ('hinv'::regclass, 'hinv_old'::regclass, 'hinv_new'::regclass, 'hinv_grand'::regclass, \
@@ -265,7 +261,7 @@ fn gapless_numbers_rows_of_inheritance_children() {
             s.batch_execute(&format!("INSERT INTO {t} (id, tenant) VALUES ({i}, '{tenant}')")).unwrap();
         }
     }
-    as_role(&c, "clerk").batch_execute("INSERT INTO hinv_clerk (id, tenant) VALUES (100, 'beta')").unwrap();
+    c.connect_as("clerk").batch_execute("INSERT INTO hinv_clerk (id, tenant) VALUES (100, 'beta')").unwrap();
     let (rows, unnumbered, repeats) = tally(&c, "hinv", "tenant", "no");
     println!("inheritance: {rows} rows through 6 tables, {unnumbered} unnumbered, {repeats} repeats");
     assert_eq!((rows, unnumbered, repeats), (19, 0, 0));
@@ -352,13 +348,13 @@ fn strangers_get_42501_and_learn_nothing() {
          -- EXECUTE on everything: the functions' own checks are what is tested
          GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO owner1, stranger;",
     );
-    as_role(&c, "owner1")
+    c.connect_as("owner1")
         .batch_execute(
             "SELECT seqgen_create('theirs');
              SELECT seqgen_create_gapless('gtheirs', 'G-{seq:5}');",
         )
         .unwrap();
-    let mut s = as_role(&c, "stranger");
+    let mut s = c.connect_as("stranger");
     for sql in [
         r#"SELECT * FROM seqgen_apply('{"version":1,"tags":{"theirs":{"step":10}}}')"#,
         r#"SELECT * FROM seqgen_apply('{"version":1,"tags":{"gtheirs":{"gapless":true}}}')"#,
@@ -435,7 +431,7 @@ fn privileges_and_ownership_count_from_their_commit_at_every_isolation_level() {
         // a revoke committed after the drawer's snapshot
         let tag = format!("rv{i}");
         c.sql(&format!("SELECT seqgen_create('{tag}'); SELECT seqgen_grant('{tag}', 'drawer')"));
-        let mut d = as_role(&c, "drawer");
+        let mut d = c.connect_as("drawer");
         d.batch_execute(&format!("BEGIN ISOLATION LEVEL {level}; SELECT 1")).unwrap();
         c.sql(&format!("SELECT seqgen_revoke('{tag}', 'drawer')"));
         let r = d.query_one("SELECT seqgen_next($1)", &[&tag]);
@@ -445,11 +441,11 @@ fn privileges_and_ownership_count_from_their_commit_at_every_isolation_level() {
 
         // a tag dropped and created again by another role after the old owner's snapshot
         let tag = format!("own{i}");
-        as_role(&c, "owner1").batch_execute(&format!("SELECT seqgen_create('{tag}')")).unwrap();
-        let mut o1 = as_role(&c, "owner1");
+        c.connect_as("owner1").batch_execute(&format!("SELECT seqgen_create('{tag}')")).unwrap();
+        let mut o1 = c.connect_as("owner1");
         o1.batch_execute(&format!("BEGIN ISOLATION LEVEL {level}; SELECT 1")).unwrap();
         c.sql(&format!("SELECT seqgen_drop('{tag}')"));
-        as_role(&c, "owner2").batch_execute(&format!("SELECT seqgen_create('{tag}')")).unwrap();
+        c.connect_as("owner2").batch_execute(&format!("SELECT seqgen_create('{tag}')")).unwrap();
         for sql in [
             format!("SELECT seqgen_set_template('{tag}', 'X{{seq:6}}')"),
             format!("SELECT seqgen_make_opaque('{tag}')"),
@@ -537,8 +533,8 @@ fn one_role_cannot_drain_another_roles_order_numbers() {
          CREATE ROLE victim LOGIN; CREATE ROLE att LOGIN;
          GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO victim, att;",
     );
-    let mut victim = as_role(&c, "victim");
-    let mut att = as_role(&c, "att");
+    let mut victim = c.connect_as("victim");
+    let mut att = c.connect_as("att");
     victim
         .batch_execute(
             "SELECT seqgen_create('inv4'); SELECT seqgen_set_template('inv4', 'INV{yyyy}{MM}{dd}{seq:4}');
@@ -596,8 +592,8 @@ fn keys_per_role_are_bounded() {
          CREATE ROLE att LOGIN; CREATE ROLE victim LOGIN;
          GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO att, victim;",
     );
-    let mut att = as_role(&c, "att");
-    let mut victim = as_role(&c, "victim");
+    let mut att = c.connect_as("att");
+    let mut victim = c.connect_as("victim");
     att.batch_execute(
         "SELECT seqgen_create('mine'); SELECT seqgen_create('mord'); SELECT seqgen_set_template('mord', '{key}-{seq:4}');",
     )
@@ -772,10 +768,10 @@ fn gapless_inheritance_edges() {
          CREATE TABLE op (k text NOT NULL, no bigint); ALTER TABLE op OWNER TO alice;
          SELECT seqgen_gapless_attach('op', 'no', 'ge', 'k');",
     );
-    as_role(&c, "alice").batch_execute("CREATE TABLE ox (k text NOT NULL, no bigint)").unwrap();
-    as_role(&c, "alice").batch_execute("GRANT SELECT ON ox TO bob").unwrap();
+    c.connect_as("alice").batch_execute("CREATE TABLE ox (k text NOT NULL, no bigint)").unwrap();
+    c.connect_as("alice").batch_execute("GRANT SELECT ON ox TO bob").unwrap();
     c.sql("CREATE TABLE oy () INHERITS (ox); ALTER TABLE oy OWNER TO bob;");
-    let e = as_role(&c, "alice").batch_execute("ALTER TABLE ox INHERIT op").unwrap_err();
+    let e = c.connect_as("alice").batch_execute("ALTER TABLE ox INHERIT op").unwrap_err();
     println!(
         "another role's grandchild: {:?}",
         e.as_db_error().map(|d| (d.code().code().to_string(), d.message().to_string()))
@@ -861,7 +857,7 @@ fn a_revoke_committed_through_two_phase_commit_holds() {
          CREATE ROLE r LOGIN; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO r;
          SELECT seqgen_create('tp'); SELECT seqgen_grant('tp', 'r');",
     );
-    let mut d = as_role(&c, "r");
+    let mut d = c.connect_as("r");
     let draw = |d: &mut Client| d.query_one("SELECT seqgen_next('tp')", &[]).err().as_ref().and_then(sqlstate);
     assert_eq!(draw(&mut d), None);
     let mut a = c.connect();
@@ -877,7 +873,7 @@ fn a_revoke_committed_through_two_phase_commit_holds() {
     c.connect().batch_execute("BEGIN; SELECT seqgen_revoke('tp', 'r'); PREPARE TRANSACTION 'rv2'").unwrap();
     c.stop("immediate");
     c.start();
-    let mut d = as_role(&c, "r");
+    let mut d = c.connect_as("r");
     // allowed; the allocator cannot reserve while the prepared transaction holds the tag's
     // row (55P03), but the session has asked whether it may draw
     let before = draw(&mut d);
@@ -889,7 +885,7 @@ fn a_revoke_committed_through_two_phase_commit_holds() {
     // and answers are cached again once nothing is prepared: a session's second draw is
     // served with the catalog locked (no catalog read), which it is not while caching is off
     c.sql("SELECT seqgen_create('warm'); SELECT seqgen_grant('warm', 'r')");
-    let mut d = as_role(&c, "r");
+    let mut d = c.connect_as("r");
     let t = recovery_time(Duration::from_secs(15), || {
         if d.batch_execute("SELECT seqgen_next('warm')").is_err() {
             return false;

@@ -422,7 +422,7 @@ fn a_role_draws_only_from_the_tags_it_was_granted() {
                seqgen_set_template, seqgen_grant(text, text), seqgen_revoke(text, text)
             TO invoicing, shipping;",
     );
-    let as_role = |role: &str| Client::connect(&format!("{} user={role}", c.conninfo("postgres")), NoTls).unwrap();
+    let as_role = |role: &str| c.connect_as(role);
     let mut inv = as_role("invoicing");
     let mut ship = as_role("shipping");
     inv.batch_execute(
