@@ -54,6 +54,11 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_next_code(pg_catalog.text, pg_catalog.
 REVOKE ALL ON FUNCTION @extschema@.seqgen_reveal_code(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_currval(pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_lastval() FROM PUBLIC;
+-- The cumulative counters: for monitoring (pg_monitor, as PostgreSQL's own statistics views
+-- serve it), set to zero by superusers (and the roles granted EXECUTE), as pg_stat_reset().
+REVOKE ALL ON FUNCTION @extschema@.seqgen_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.seqgen_stats() TO pg_monitor;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_stats_reset() FROM PUBLIC;
 -- Pure helpers stay executable by everyone (seqgen_render, seqgen_check_digit_valid,
 -- seqgen_snowflake_decode, seqgen_snowflake_at, seqgen_uuidv7_at, seqgen_uuidv7_decode,
 -- seqgen_snowflake53_decode, seqgen_snowflake53_at, seqgen_encode, seqgen_decode, seqgen_encode_uuid,
@@ -134,6 +139,8 @@ COMMENT ON FUNCTION @extschema@.seqgen_snowflake_at(pg_catalog.timestamptz) IS '
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_decode(pg_catalog.int8) IS 'A snowflake ID''s time, node and sequence';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_rewind(pg_catalog.int8) IS 'Superuser: take back a snowflake floor raised by mistake, down to to_id (at least the highest ID issued)';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_status() IS 'The snowflake generator: node, last time and sequence, reservation, clock lag, waits';
+COMMENT ON FUNCTION @extschema@.seqgen_stats() IS 'This database''s cumulative counters: values drawn, segments reserved, values lost by cause, evictions, waits for the allocator and their longest, gapless draws and timeouts';
+COMMENT ON FUNCTION @extschema@.seqgen_stats_reset() IS 'Set this database''s counters of seqgen_stats to zero (like pg_stat_reset)';
 COMMENT ON FUNCTION @extschema@.seqgen_status() IS 'One row per tag the caller owns or may draw from (every tag for pg_monitor): step, reserved maximum, next value, prefetch, rate, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_template_unit(pg_catalog.text) IS 'The period in which a template''s counter restarts (day, month, ...), or none';
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7() IS 'Next UUIDv7 (RFC 9562): time-ordered and monotonic across the server, safe when the clock goes back';
@@ -154,3 +161,12 @@ COMMENT ON FUNCTION seqgen.seqgen_alloc_deleted() IS 'pg_seqgen (internal): trig
 COMMENT ON FUNCTION seqgen.seqgen_alloc_acl_changed() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a grant or revoke reaches shared memory';
 COMMENT ON FUNCTION seqgen.seqgen_template_changed() IS 'pg_seqgen (internal): trigger on seqgen.template, a template change reaches shared memory';
 COMMENT ON FUNCTION seqgen.seqgen_reservation_written() IS 'pg_seqgen (internal): trigger on a generator''s reservation row';
+
+-- The tags, like pg_sequences: readable by everyone, each role seeing the tags it owns or may
+-- draw from (a member of pg_monitor every tag); the rows come from an internal function in
+-- schema seqgen, executable by everyone for that reason alone.
+ALTER FUNCTION @extschema@.seqgen_tag_rows() SET SCHEMA seqgen;
+COMMENT ON FUNCTION seqgen.seqgen_tag_rows() IS 'pg_seqgen (internal): the rows of the view seqgen_tags';
+CREATE VIEW @extschema@.seqgen_tags AS SELECT * FROM seqgen.seqgen_tag_rows();
+GRANT SELECT ON @extschema@.seqgen_tags TO PUBLIC;
+COMMENT ON VIEW @extschema@.seqgen_tags IS 'The tags the current role owns or may draw from (every tag for pg_monitor), like pg_sequences: owner, kind, step, reserved maximum, next value, values cached and drawn, waits';

@@ -1094,6 +1094,63 @@ DROP FUNCTION @extschema@.seqgen_set_template(pg_catalog.text, pg_catalog.text, 
 DROP FUNCTION @extschema@.seqgen_snowflake_advance(pg_catalog.int8);
 DROP FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.int8);
 
+-- Cumulative counters (issue 31, item 8): seqgen_stats() for pg_monitor, seqgen_stats_reset()
+-- for superusers; the view seqgen_tags, like pg_sequences, readable by everyone.
+CREATE FUNCTION @extschema@."seqgen_stats"() RETURNS TABLE (
+	"drawn" bigint,
+	"segments" bigint,
+	"reserved" bigint,
+	"cached" bigint,
+	"lost_eviction" bigint,
+	"lost_change" bigint,
+	"lost_session" bigint,
+	"lost_period" bigint,
+	"evictions" bigint,
+	"waits" bigint,
+	"wait_time" double precision,
+	"longest_wait" double precision,
+	"wait_timeouts" bigint,
+	"gapless_draws" bigint,
+	"gapless_time" double precision,
+	"longest_gapless" double precision,
+	"gapless_timeouts" bigint,
+	"stats_reset" timestamp with time zone
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_stats_wrapper';
+CREATE FUNCTION @extschema@."seqgen_stats_reset"() RETURNS void
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_stats_reset_wrapper';
+CREATE FUNCTION @extschema@."seqgen_tag_rows"() RETURNS TABLE (
+	"biz_tag" TEXT,
+	"tag_owner" TEXT,
+	"kind" TEXT,
+	"step" INT,
+	"node_bits" INT,
+	"opaque" bool,
+	"max_id" bigint,
+	"next_value" bigint,
+	"cached" bigint,
+	"drawn" bigint,
+	"waits" bigint,
+	"in_shared_memory" bool,
+	"description" TEXT,
+	"update_time" timestamp with time zone
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'seqgen_tag_rows_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.seqgen_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.seqgen_stats() TO pg_monitor;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_stats_reset() FROM PUBLIC;
+ALTER FUNCTION @extschema@.seqgen_tag_rows() SET SCHEMA seqgen;
+COMMENT ON FUNCTION seqgen.seqgen_tag_rows() IS 'pg_seqgen (internal): the rows of the view seqgen_tags';
+CREATE VIEW @extschema@.seqgen_tags AS SELECT * FROM seqgen.seqgen_tag_rows();
+GRANT SELECT ON @extschema@.seqgen_tags TO PUBLIC;
+COMMENT ON VIEW @extschema@.seqgen_tags IS 'The tags the current role owns or may draw from (every tag for pg_monitor), like pg_sequences: owner, kind, step, reserved maximum, next value, values cached and drawn, waits';
+
 -- What each function is: its COMMENT (\df+ shows it), generated from the function's page in
 -- docs/reference, where the book shows the same text. The update script from 0.5.0 carries the
 -- same block (the upgrade test compares every function's description after an update with a
@@ -1168,6 +1225,8 @@ COMMENT ON FUNCTION @extschema@.seqgen_snowflake_at(pg_catalog.timestamptz) IS '
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_decode(pg_catalog.int8) IS 'A snowflake ID''s time, node and sequence';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_rewind(pg_catalog.int8) IS 'Superuser: take back a snowflake floor raised by mistake, down to to_id (at least the highest ID issued)';
 COMMENT ON FUNCTION @extschema@.seqgen_snowflake_status() IS 'The snowflake generator: node, last time and sequence, reservation, clock lag, waits';
+COMMENT ON FUNCTION @extschema@.seqgen_stats() IS 'This database''s cumulative counters: values drawn, segments reserved, values lost by cause, evictions, waits for the allocator and their longest, gapless draws and timeouts';
+COMMENT ON FUNCTION @extschema@.seqgen_stats_reset() IS 'Set this database''s counters of seqgen_stats to zero (like pg_stat_reset)';
 COMMENT ON FUNCTION @extschema@.seqgen_status() IS 'One row per tag the caller owns or may draw from (every tag for pg_monitor): step, reserved maximum, next value, prefetch, rate, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_template_unit(pg_catalog.text) IS 'The period in which a template''s counter restarts (day, month, ...), or none';
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7() IS 'Next UUIDv7 (RFC 9562): time-ordered and monotonic across the server, safe when the clock goes back';

@@ -197,6 +197,9 @@ pub struct Snapshot {
     pub next: Option<Segment>,
     /// Values handed out from segments that were switched away from, plus `used`.
     pub total_used: u64,
+    /// Values of segments switched away from before they were used up (an order-number block
+    /// whose period ended): never handed out.
+    pub skipped: u64,
 }
 
 /// Why [`SegmentBuffer::publish`] refused.
@@ -219,8 +222,10 @@ pub struct SegmentBuffer {
     _pad: [u8; 48],
     entries: [Entry; RING],
     published: AtomicU64,
-    /// Sum of the lengths of the segments switched away from (for rates and status).
+    /// Values handed out from the segments switched away from (for rates and status), and
+    /// the values they still had (see [`Snapshot::skipped`]).
     retired: AtomicU64,
+    skipped: AtomicU64,
 }
 
 impl Default for SegmentBuffer {
@@ -242,6 +247,7 @@ impl SegmentBuffer {
             entries: [epoch0, Entry::empty(), Entry::empty(), Entry::empty()],
             published: AtomicU64::new(0),
             retired: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
         }
     }
 
@@ -256,6 +262,7 @@ impl SegmentBuffer {
         self.entries[0].write(0, &Segment { start: 0, len: 0, trigger: u64::MAX, period: 0 });
         self.published.store(0, Ordering::Release);
         self.retired.store(0, Ordering::Relaxed);
+        self.skipped.store(0, Ordering::Relaxed);
         self.cursor.store(pack(0, 0), Ordering::Release);
     }
 
@@ -368,7 +375,7 @@ impl SegmentBuffer {
     pub fn switch_from(&self, epoch: u32) -> bool {
         loop {
             let word = self.cursor.load(Ordering::Acquire);
-            let (current, _) = unpack(word);
+            let (current, offset) = unpack(word);
             if current != epoch {
                 return true;
             }
@@ -378,7 +385,10 @@ impl SegmentBuffer {
             let next = epoch.wrapping_add(1);
             if self.cursor.compare_exchange(word, pack(next, 0), Ordering::AcqRel, Ordering::Acquire).is_ok() {
                 if let Some(seg) = self.entries[epoch as usize % RING].read(epoch) {
-                    self.retired.fetch_add(seg.len, Ordering::Relaxed);
+                    // (the cursor passes the length when draws race at the end)
+                    let used = offset.min(seg.len);
+                    self.retired.fetch_add(used, Ordering::Relaxed);
+                    self.skipped.fetch_add(seg.len - used, Ordering::Relaxed);
                 }
                 return true;
             }
@@ -426,7 +436,13 @@ impl SegmentBuffer {
         let (epoch, offset) = self.position();
         let current = self.entries[epoch as usize % RING].read(epoch).filter(|s| s.len > 0);
         let used = current.map_or(0, |s| offset.min(s.len));
-        Snapshot { current, used, next: self.peek_next(epoch), total_used: self.retired.load(Ordering::Relaxed) + used }
+        Snapshot {
+            current,
+            used,
+            next: self.peek_next(epoch),
+            total_used: self.retired.load(Ordering::Relaxed) + used,
+            skipped: self.skipped.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -648,6 +664,15 @@ mod tests {
         b.switch_from(1);
         b.draw();
         assert_eq!(b.snapshot().total_used, 11);
+        assert_eq!(b.snapshot().skipped, 0);
+        // a segment left before it is used up (an order-number block whose period ended): what
+        // it still had is skipped, not used
+        b.publish(seg(21, 10)).unwrap();
+        b.switch_from(2);
+        let s = b.snapshot();
+        assert_eq!((s.total_used, s.skipped), (11, 9));
+        b.reset();
+        assert_eq!((b.snapshot().total_used, b.snapshot().skipped), (0, 0));
     }
 
     /// Many threads draw (single values and ranges) while a publisher thread keeps feeding

@@ -206,3 +206,77 @@ fn seqgen_node() -> TableIterator<
         recorded(h.sync_applied_ms.load(Ordering::Acquire)),
     ))
 }
+
+/// Microseconds as milliseconds.
+fn ms(us: &std::sync::atomic::AtomicU64) -> f64 {
+    us.load(Ordering::Relaxed) as f64 / 1000.0
+}
+
+/// One row: this database's cumulative counters since the server started, the extension was
+/// created, or `seqgen_stats_reset()`.
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn seqgen_stats() -> TableIterator<
+    'static,
+    (
+        name!(drawn, i64),
+        name!(segments, i64),
+        name!(reserved, i64),
+        name!(cached, i64),
+        name!(lost_eviction, i64),
+        name!(lost_change, i64),
+        name!(lost_session, i64),
+        name!(lost_period, i64),
+        name!(evictions, i64),
+        name!(waits, i64),
+        name!(wait_time, f64),
+        name!(longest_wait, f64),
+        name!(wait_timeouts, i64),
+        name!(gapless_draws, i64),
+        name!(gapless_time, f64),
+        name!(longest_gapless, f64),
+        name!(gapless_timeouts, i64),
+        name!(stats_reset, Option<TimestampWithTimeZone>),
+    ),
+> {
+    shmem::server().ok_or(SeqgenError::NotPreloaded).or_raise();
+    let Some(h) = shmem::header() else {
+        // no area: nothing counted in this database yet
+        return TableIterator::once((0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0, None));
+    };
+    let st = &h.stats;
+    let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed).min(i64::MAX as u64) as i64;
+    let (live, cached) = shmem::live_sums(h);
+    let taken = st.taken_retired.load(Ordering::Relaxed).saturating_add(live.taken as i64);
+    let skipped = st.skipped_retired.load(Ordering::Relaxed).saturating_add(live.skipped as i64);
+    TableIterator::once((
+        taken.max(0),
+        n(&st.segments),
+        n(&st.reserved),
+        cached.min(i64::MAX as u64) as i64,
+        n(&st.lost_eviction),
+        n(&st.lost_change),
+        n(&st.lost_session),
+        skipped.max(0),
+        n(&st.evictions),
+        n(&st.waits),
+        ms(&st.wait_us),
+        ms(&st.longest_wait_us),
+        n(&st.wait_timeouts),
+        n(&st.gapless),
+        ms(&st.gapless_us),
+        ms(&st.longest_gapless_us),
+        n(&st.gapless_timeouts),
+        recorded(st.reset_ms.load(Ordering::Relaxed)),
+    ))
+}
+
+/// Set this database's counters of `seqgen_stats()` to zero (superusers, and the roles
+/// granted EXECUTE on it).
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_stats_reset() {
+    shmem::server().ok_or(SeqgenError::NotPreloaded).or_raise();
+    if let Some(h) = shmem::header() {
+        h.stats.reset(shmem::now_ms(), shmem::live_sums(h).0);
+    }
+}

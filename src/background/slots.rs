@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 use crate::plumbing::catalog;
 use crate::plumbing::directory::code;
 use crate::plumbing::shmem::{self, retire_slot, Header};
+use crate::plumbing::stats::Lost;
 
 /// The slot serving the row `ident` of `tag`: the one already loaded, or a free slot set up
 /// with no segment yet. A loaded slot of the same name that serves another row (the tag was
@@ -27,7 +28,7 @@ pub(crate) fn assign_slot(h: &'static Header, tag: &str, loaded: catalog::Loaded
                 slots[idx].active_ms.store(now, Ordering::Relaxed);
                 return Ok((idx, slots[idx].gen().load(Ordering::Acquire)));
             }
-            retire_slot(h, idx);
+            retire_slot(h, idx, Lost::Change);
         }
         let (idx, evicted) = match shmem::take_free_slot(h) {
             Some(idx) => (idx, None),
@@ -36,7 +37,7 @@ pub(crate) fn assign_slot(h: &'static Header, tag: &str, loaded: catalog::Loaded
                 let name = String::from_utf8_lossy(slots[victim].name()).into_owned();
                 let idle_ms = now - slots[victim].active_ms.load(Ordering::Relaxed);
                 // retired, it is the free list's head: taken from there like any free slot
-                retire_slot(h, victim);
+                retire_slot(h, victim, Lost::Eviction);
                 let idx = shmem::take_free_slot(h).expect("the slot just retired is free");
                 debug_assert_eq!(idx, victim);
                 (idx, Some((name, idle_ms)))
@@ -86,6 +87,7 @@ pub(crate) fn assign_slot(h: &'static Header, tag: &str, loaded: catalog::Loaded
     };
     if let Some((name, idle_ms)) = evicted {
         h.evictions.fetch_add(1, Ordering::Relaxed);
+        h.stats.evictions.fetch_add(1, Ordering::Relaxed);
         if idle_ms < 1000 && h.busy_evictions.fetch_add(1, Ordering::Relaxed).is_multiple_of(1000) {
             // tags in use do not fit: each eviction is a round trip and a gap
             log!(

@@ -33,7 +33,7 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use seqgen_core::adaptive::Reservation;
 use seqgen_core::opaque::Key;
-use seqgen_core::segment::{trigger_offset, Segment};
+use seqgen_core::segment::{trigger_offset, Segment, SegmentBuffer};
 use seqgen_core::template::{self, Template, Tz};
 
 use crate::background::process::{alive, in_subtransaction, in_transaction, set_option, JobError};
@@ -44,6 +44,7 @@ use crate::plumbing::directory::code;
 use crate::plumbing::guc;
 use crate::plumbing::node;
 use crate::plumbing::shmem::{self, retire_slot, Header, Ident, Mailbox, TagSlot, WorkerStatus};
+use crate::plumbing::stats::Lost;
 
 /// Start the allocator of database `db` (from the launcher): a dynamic background worker
 /// that the launcher, not the postmaster, restarts. `reader`: only read the database's
@@ -977,11 +978,26 @@ fn live(h: &'static Header, r: &SlotRef) -> Option<&'static TagSlot> {
     (s.gen().load(Ordering::Acquire) == r.gen).then_some(s)
 }
 
+/// Publish `seg` in `buf` of the slot of `r` and count it (`seqgen_stats()`), under the
+/// directory lock: a slot retired meanwhile (its cached values counted as lost then) gets
+/// nothing, and a retirement after the publication counts the segment as lost with the rest.
+fn publish_counted(h: &'static Header, r: &SlotRef, buf: &SegmentBuffer, seg: Segment) {
+    shmem::with_dir_lock(h, false, || {
+        if live(h, r).is_none() {
+            return;
+        }
+        match buf.publish(seg) {
+            Ok(_) => h.stats.published(seg.len),
+            Err(_) => h.stats.unpublished(seg.len),
+        }
+    });
+}
+
 /// Retire the slot of `r` if it still has the job's generation.
 fn retire_ref(h: &'static Header, r: &SlotRef) {
     shmem::with_dir_lock(h, true, || {
         if live(h, r).is_some() {
-            retire_slot(h, r.idx);
+            retire_slot(h, r.idx, Lost::Change);
         }
     });
 }
@@ -1045,7 +1061,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                         code::NO_TEMPLATE
                     }
                     TemplateRead::Stale => {
-                        retire_slot(h, slot.idx);
+                        retire_slot(h, slot.idx, Lost::Change);
                         code::STALE
                     }
                 }
@@ -1065,7 +1081,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     s.ord_last_ms.store(now, Ordering::Relaxed);
                     let trigger = trigger_offset(len, guc::PREFETCH_THRESHOLD.get() as u32);
                     // a gap, never a duplicate, if a block is already waiting
-                    let _ = s.ord.publish(Segment { start: b.start, len, trigger, period: b.period });
+                    publish_counted(h, slot, &s.ord, Segment { start: b.start, len, trigger, period: b.period });
                 }
                 Outcome::Order(OrderReserve::Locked) | Outcome::Failed(JobError { locked: true, .. }) => {
                     s.ord_locked.store(1, Ordering::Relaxed)
@@ -1109,7 +1125,7 @@ fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
                     seg.period = mode(opaque.is_some(), node_bits, node::is_citus_db(h));
                     // Publishing fails only if a segment is already waiting; then this one is
                     // skipped (a gap, never a duplicate).
-                    let _ = s.seg.publish(seg);
+                    publish_counted(h, slot, &s.seg, seg);
                 }
                 Outcome::Reserved(Reserve::Locked) | Outcome::Failed(JobError { locked: true, .. }) => {
                     s.locked.store(1, Ordering::Relaxed)

@@ -199,6 +199,12 @@ fn take(tag: &str, key: &str, render: bool) -> Res<(i64, Option<String>)> {
 /// Count `key` of `tag` up by one in `period`, in the calling transaction (the row stays
 /// locked until it ends); a waiter gives up after the bounded wait with 55P03 naming the key.
 fn next_number(tag: &str, key: &str, period: i64) -> Res<i64> {
+    let began = std::time::Instant::now();
+    let counted = |gave_up: bool| {
+        if let Some(h) = crate::plumbing::shmem::header() {
+            h.stats.gapless_drawn(began.elapsed().as_micros() as u64, gave_up);
+        }
+    };
     let got = PgTryBuilder::new(|| {
         bounded_lock_wait(|| {
             as_superuser(|| {
@@ -223,10 +229,14 @@ fn next_number(tag: &str, key: &str, period: i64) -> Res<i64> {
     // the lock wait ran out: the same SQLSTATE, naming the key (the transaction fails, and
     // with it anything it drew)
     .catch_when(PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE, |_| {
+        counted(true);
         SeqgenError::GaplessBusy { tag: tag.to_string(), key: key.to_string() }.raise()
     })
     .execute()
     .map_err(spi_err)?;
+    if got.is_some() {
+        counted(false);
+    }
     got.ok_or_else(|| SeqgenError::NotGapless(tag.to_string()))
 }
 

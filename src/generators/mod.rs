@@ -6,6 +6,7 @@ pub mod code;
 pub mod config;
 pub mod gapless;
 pub mod lastval;
+pub mod listing;
 pub mod opaque;
 pub mod order;
 pub mod segment;

@@ -1,5 +1,5 @@
 //! Tags: `seqgen_create`, `seqgen_drop`, `seqgen_alter`, `seqgen_restart` (and its undo),
-//! `seqgen_set_node_bits`, `seqgen_grant`, `seqgen_revoke`, `seqgen_status`.
+//! `seqgen_set_node_bits`, `seqgen_grant`, `seqgen_revoke` (`seqgen_status` is in `listing.rs`).
 //!
 //! Every change of an existing tag is its owner's (or a superuser's; see `acl.rs`), waits for
 //! a locked row no longer than `seqgen.allocation_timeout`, and runs its catalog statements
@@ -7,20 +7,17 @@
 //! the tag, no privilege on the schema `seqgen`. All of them are transactional: the allocator
 //! sees the change when it commits.
 
-use std::sync::atomic::Ordering;
-
 use pgrx::prelude::*;
 use seqgen_core::adaptive::MAX_NODE_BITS;
 
-use crate::plumbing::acl::{self, require_owner};
-use crate::plumbing::catalog::{self, first_row};
+use crate::plumbing::acl::require_owner;
+use crate::plumbing::catalog::first_row;
 use crate::plumbing::defaults;
-use crate::plumbing::directory::{self, admin_checks};
+use crate::plumbing::directory::admin_checks;
 use crate::plumbing::error::{check_tag, required, OrRaise, Result, SeqgenError};
 use crate::plumbing::node;
 use crate::plumbing::pending::{at_commit, Action};
 use crate::plumbing::session::{as_superuser, bounded_lock_wait, with_settings};
-use crate::plumbing::shmem;
 
 /// Run `f`, a change of the existing tag `tag`: the name is valid, this database is served,
 /// the caller owns the tag; `f` runs with the extension's privileges and bounded lock waits.
@@ -536,110 +533,4 @@ fn column_tag(tbl: pg_sys::Oid, col: &str) -> Result<Option<String>> {
         return Err(SeqgenError::UnknownColumn { table, column: col.to_string() });
     };
     Ok(defaults::drawing_columns(Some((tbl, attnum)))?.into_iter().next().map(|d| d.tag))
-}
-
-/// One row per tag the caller may see (its own tags, those it may draw from; every tag for a
-/// superuser or a member of `pg_monitor`): the catalog joined with what shared memory holds
-/// for it. An opaque tag's counters (`max_id`, `next_value`, `segment_end`, `ids_per_sec`,
-/// `current_step`) are NULL except to its owner.
-#[pg_extern(volatile, parallel_unsafe)]
-#[allow(clippy::type_complexity)]
-fn seqgen_status() -> TableIterator<
-    'static,
-    (
-        name!(biz_tag, String),
-        name!(step, i32),
-        name!(max_id, Option<i64>),
-        name!(next_value, Option<i64>),
-        name!(segment_end, Option<i64>),
-        name!(next_segment_ready, bool),
-        name!(ids_per_sec, Option<f64>),
-        name!(current_step, Option<i64>),
-        name!(waits, i64),
-        name!(opaque, bool),
-        name!(node_bits, i32),
-        name!(description, Option<String>),
-        name!(update_time, Option<pgrx::datum::TimestampWithTimeZone>),
-    ),
-> {
-    let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
-    catalog::require_current().or_raise();
-    // read as the bootstrap superuser (the catalog's schema is private); each row is shown
-    // only to a role that may see it (its owner, a role that may draw from it, pg_monitor),
-    // decided on the latest committed grants, as drawing is (a REPEATABLE READ snapshot taken
-    // before a revoke or a drop does not keep showing the tag)
-    let (rows, acl) = bounded_lock_wait(|| {
-        as_superuser(|| {
-            let rows = Spi::connect(|c| {
-                let mut rows = vec![];
-                let t = c.select(
-                    "SELECT biz_tag, step, max_id, description, update_time, opaque_from IS NOT NULL, node_bits \
-                     FROM seqgen.alloc ORDER BY biz_tag",
-                    None,
-                    &[],
-                )?;
-                for row in t {
-                    let tag: String = row.get(1)?.unwrap_or_default();
-                    let step: i32 = row.get(2)?.unwrap_or_default();
-                    let max_id: i64 = row.get(3)?.unwrap_or_default();
-                    let desc: Option<String> = row.get(4)?;
-                    let time: Option<pgrx::datum::TimestampWithTimeZone> = row.get(5)?;
-                    let opaque: bool = row.get(6)?.unwrap_or(false);
-                    let node_bits: i32 = row.get(7)?.unwrap_or(0);
-                    rows.push((tag, step, max_id, desc, time, opaque, node_bits));
-                }
-                Ok::<_, pgrx::spi::Error>(rows)
-            })?;
-            let acl = acl::latest_grants()?;
-            Ok::<_, pgrx::spi::Error>((rows, acl))
-        })
-    })
-    .map_err(|e| SeqgenError::Internal(e.to_string()))
-    .or_raise();
-    // decided as the caller, not as the superuser that read the rows
-    let out: Vec<_> = rows
-        .into_iter()
-        .filter_map(|(tag, step, max_id, desc, time, opaque, node_bits)| {
-            let grants = acl.get(&tag)?;
-            if !grants.may_see() {
-                return None;
-            }
-            // an opaque tag's counters reveal its order and volume: to its owner only, as
-            // seqgen_reveal is
-            let counters = !opaque || grants.owned();
-            let live = directory::lookup(h, tag.as_bytes());
-            let snap = live.map(|r| (r.slot.seg.snapshot(), r.slot));
-            let (next_value, segment_end, next_ready, rate, cur_step, waits) = match snap {
-                Some((s, slot)) => {
-                    let cur = s.current.filter(|c| s.used < c.len);
-                    (
-                        cur.map(|c| c.start + s.used as i64),
-                        cur.map(|c| c.start + c.len as i64 - 1),
-                        s.next.is_some(),
-                        f64::from_bits(slot.rate_bits.load(Ordering::Relaxed)),
-                        Some(slot.cur_step.load(Ordering::Relaxed)),
-                        slot.waits.load(Ordering::Relaxed) as i64,
-                    )
-                }
-                None => (None, None, false, 0.0, None, 0),
-            };
-            let shown = |v: Option<i64>| v.filter(|_| counters);
-            Some((
-                tag,
-                step,
-                shown(Some(max_id)),
-                shown(next_value),
-                shown(segment_end),
-                next_ready,
-                Some(rate).filter(|_| counters),
-                shown(cur_step),
-                waits,
-                opaque,
-                node_bits,
-                desc,
-                time,
-            ))
-        })
-        .collect();
-    TableIterator::new(out)
 }

@@ -16,6 +16,7 @@ use crate::plumbing::error::{check_name, Result, SeqgenError};
 use crate::plumbing::guc;
 use crate::plumbing::local::BackendLocal;
 use crate::plumbing::shmem::{self, Header, Mailbox, TagSlot};
+use crate::plumbing::stats::Lost;
 use crate::plumbing::wait::{call_deadline, wait_for, wait_until};
 
 /// Result codes the worker writes into a mailbox or a slot's `err_code`.
@@ -79,6 +80,17 @@ pub struct Block {
 }
 
 impl Block {
+    /// The block's values are a gap now (counted in `seqgen_stats()`); it is empty after.
+    #[cold]
+    fn lose(&mut self, area: Option<&'static Header>) {
+        if self.left > 0 {
+            if let Some(h) = area {
+                h.stats.lose(Lost::Session, self.left as u64);
+            }
+            self.left = 0;
+        }
+    }
+
     /// The next value of the block (`left` > 0). `next + 1` is computed only when a value is
     /// left after it, so a block ending at `i64::MAX` never overflows.
     #[inline]
@@ -118,6 +130,7 @@ impl Refill<'_> {
     /// Keep `left` values from `next` on for the following draws.
     #[inline]
     pub fn keep(&mut self, next: i64, left: u64) {
+        count_blocks_at_exit();
         self.blk.next = next;
         self.blk.left = left as u32;
         self.blk.claimed_us = self.now_us;
@@ -311,6 +324,7 @@ impl Cache {
         if let Ok(o) = found {
             let (at, _) = o.remove();
             // its block, if any, is a gap
+            self.entries[at as usize].blk.lose(self.area);
             self.entries[at as usize].blk = Block::default();
             let name = Cache::name_of(&self.names, &self.entries[at as usize]).to_vec();
             self.drawn.spill(at as usize, &name);
@@ -344,6 +358,7 @@ impl Cache {
         let cold = Cold { r: e.r, hint: e.hint, last_us: 0 };
         if let Some(at) = self.find_at(tag) {
             let old = &mut self.entries[at];
+            old.blk.lose(self.area);
             *old = Mapped { name: old.name, blk: Block::default(), acl: e.acl };
             self.colds[at] = cold;
             return at as u32;
@@ -381,6 +396,7 @@ impl Cache {
         for at in 0..self.entries.len() {
             let name = Cache::name_of(&self.names, &self.entries[at]).to_vec();
             self.drawn.spill(at, &name);
+            self.entries[at].blk.lose(self.area);
         }
         self.drawn.cleared();
         self.last = None;
@@ -480,7 +496,7 @@ fn with_mapped<E>(
             return Some(Ok(m.blk.take()));
         }
         // expired, or its slot no longer serves the tag: the rest is a gap
-        m.blk.left = 0;
+        m.blk.lose(Some(area));
     }
     if cold.r.slot.gen().load(Ordering::Acquire) != cold.r.gen {
         return None;
@@ -500,7 +516,8 @@ fn with_mapped<E>(
 pub fn drop_block(tag: &str) {
     let mut c = CACHE.get();
     if let Some(at) = c.find_at(tag) {
-        c.entries[at].blk.left = 0;
+        let area = c.area;
+        c.entries[at].blk.lose(area);
     }
 }
 
@@ -858,7 +875,12 @@ pub fn reserve_range(tag: &str, r: Resolved, n: i64) -> Result<Option<(i64, i64,
         mb.gen.store(r.gen, Ordering::Relaxed);
     })?;
     match reply.code {
-        code::OK => Ok(Some((reply.start, reply.len, reply.mode))),
+        code::OK => {
+            // reserved for this call alone: taken at once, as a segment's values when drawn
+            h.stats.reserved.fetch_add(reply.len.max(0) as u64, Ordering::Relaxed);
+            h.stats.taken(reply.len.max(0) as u64);
+            Ok(Some((reply.start, reply.len, reply.mode)))
+        }
         code::STALE => Ok(None),
         code::UNKNOWN_TAG if tag_visible_to_me(shmem::split_name(tag).0) => {
             Err(SeqgenError::TagNotCommitted(shmem::split_name(tag).0.to_string()))
@@ -910,6 +932,26 @@ fn call_worker_retrying(h: &'static Header, tag: &str, fill: impl Fn(&Mailbox)) 
 /// backend exits, whatever way it exits.
 static CLAIMED: BackendLocal<Option<(&'static Header, usize, u64)>> = BackendLocal::new();
 static EXIT_HOOKED: BackendLocal<bool> = BackendLocal::new();
+static BLOCKS_HOOKED: BackendLocal<bool> = BackendLocal::new();
+
+/// Count the values left in this backend's blocks as lost when it exits (once a block is kept).
+#[cold]
+fn count_blocks_at_exit() {
+    let mut hooked = BLOCKS_HOOKED.get();
+    if !*hooked {
+        unsafe { pg_sys::before_shmem_exit(Some(blocks_lost_on_exit), pg_sys::Datum::from(0)) };
+        *hooked = true;
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn blocks_lost_on_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    let mut c = CACHE.get();
+    let area = c.area;
+    for m in c.entries.iter_mut() {
+        m.blk.lose(area);
+    }
+}
 
 #[pg_guard]
 unsafe extern "C-unwind" fn give_up_on_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {

@@ -16,4 +16,5 @@ pub mod pending;
 pub mod replication;
 pub mod session;
 pub mod shmem;
+pub mod stats;
 pub mod wait;

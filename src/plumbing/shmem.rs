@@ -42,6 +42,7 @@ use seqgen_core::segment::SegmentBuffer;
 use seqgen_core::snowflake::Generator;
 
 use crate::plumbing::guc;
+use crate::plumbing::stats::{Lost, SlotSums};
 
 /// Longest tag name in bytes (PostgreSQL's identifier limit).
 pub const NAME_MAX: usize = 63;
@@ -170,6 +171,8 @@ pub struct Header {
     /// many of those had served a call within the last second.
     pub evictions: AtomicU64,
     pub busy_evictions: AtomicU64,
+    /// Cumulative counters (`seqgen_stats()`).
+    pub stats: crate::plumbing::stats::Stats,
     /// Bumped whenever a commit changes who may draw from a tag of this database (owner,
     /// grants): every backend checks its cached answer again.
     pub acl_epoch: AtomicU64,
@@ -806,6 +809,7 @@ pub fn claim_area(s: &'static Server, db: u32, hold: i32) -> Result<&'static Hea
         hl.reclaimed.store(0, Ordering::Release);
         hl.last_error_state.store(0, Ordering::Release);
         hl.last_error.write("");
+        h.stats.reset(now_ms(), SlotSums::default());
         h.epoch.fetch_add(1, Ordering::AcqRel);
         h.db.store(db, Ordering::Release);
         Ok(h)
@@ -1043,14 +1047,14 @@ pub fn retire(name: &[u8]) {
     let Some(h) = header() else { return };
     with_dir_lock(h, true, || {
         if let Some(idx) = find_slot(h, name) {
-            retire_slot(h, idx);
+            retire_slot(h, idx, Lost::Change);
         }
         // and the slots of the tag's keyed counters (a cold path: drops and changes)
         if !name.contains(&KEY_SEP) {
             for idx in 0..slots(h).len() {
                 let s = &all_slots(h)[idx];
                 if s.state.load(Ordering::Acquire) == SLOT_ACTIVE && is_key_of(s.name(), name) {
-                    retire_slot(h, idx);
+                    retire_slot(h, idx, Lost::Change);
                 }
             }
         }
@@ -1087,7 +1091,7 @@ pub fn retire_all() {
     with_dir_lock(h, true, || {
         for idx in 0..slots(h).len() {
             if all_slots(h)[idx].state.load(Ordering::Acquire) == SLOT_ACTIVE {
-                retire_slot(h, idx);
+                retire_slot(h, idx, Lost::Change);
             }
         }
     });
@@ -1096,11 +1100,16 @@ pub fn retire_all() {
 
 /// Caller holds `dir_lock` exclusive. Draws in flight see the new generation and discard
 /// their value.
-pub fn retire_slot(h: &'static Header, idx: usize) {
+pub fn retire_slot(h: &'static Header, idx: usize, why: Lost) {
     let s = &all_slots(h)[idx];
     let was_active = s.state.load(Ordering::Acquire) == SLOT_ACTIVE;
     if was_active {
         index_remove(h, idx);
+        // what it handed out, and what it held that no one will (a draw still in flight
+        // discards its value when it sees the new generation)
+        let (seg, ord) = (s.seg.snapshot(), s.ord.snapshot());
+        h.stats.retired(SlotSums { taken: seg.total_used + ord.total_used, skipped: seg.skipped + ord.skipped });
+        h.stats.lose(why, undrawn(&seg) + undrawn(&ord));
     }
     s.gen().fetch_add(1, Ordering::AcqRel);
     h.retire_epoch.fetch_add(1, Ordering::AcqRel);
@@ -1109,6 +1118,25 @@ pub fn retire_slot(h: &'static Header, idx: usize) {
         s.next_free.store(h.free_head.load(Ordering::Relaxed), Ordering::Relaxed);
         h.free_head.store(idx as u32 + 1, Ordering::Relaxed);
     }
+}
+
+/// Values of a segment buffer not handed out: the rest of the current segment and the next.
+pub fn undrawn(s: &seqgen_core::segment::Snapshot) -> u64 {
+    s.current.map_or(0, |c| c.len.saturating_sub(s.used)) + s.next.map_or(0, |n| n.len)
+}
+
+/// What the slots serving tags have handed out and skipped (values and order numbers), and
+/// what they hold, for the counters.
+pub fn live_sums(h: &'static Header) -> (SlotSums, u64) {
+    let (mut sums, mut cached) = (SlotSums::default(), 0);
+    for s in slots(h).iter().filter(|s| s.state.load(Ordering::Acquire) == SLOT_ACTIVE) {
+        for b in [s.seg.snapshot(), s.ord.snapshot()] {
+            sums.taken += b.total_used;
+            sums.skipped += b.skipped;
+            cached += undrawn(&b);
+        }
+    }
+    (sums, cached)
 }
 
 /// A free slot for a new tag: a retired one, or one never used; `None` when every slot is

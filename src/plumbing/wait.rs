@@ -51,6 +51,7 @@ pub fn wait_until<T>(h: &Header, deadline: Instant, mut ready: impl FnMut() -> O
         return Some(v);
     }
     unsafe { pg_sys::ConditionVariablePrepareToSleep(h.cv()) };
+    let mut slept: Option<Instant> = None;
     let result = loop {
         if let Some(v) = ready() {
             break Some(v);
@@ -59,6 +60,7 @@ pub fn wait_until<T>(h: &Header, deadline: Instant, mut ready: impl FnMut() -> O
         if now >= deadline {
             break None;
         }
+        slept.get_or_insert(now);
         // Wake at least every 50 ms to notice a worker that died without broadcasting.
         let left = (deadline - now).as_millis().clamp(1, 50) as std::ffi::c_long;
         unsafe { pg_sys::ConditionVariableTimedSleep(h.cv(), left, pg_sys::PG_WAIT_EXTENSION) };
@@ -66,6 +68,10 @@ pub fn wait_until<T>(h: &Header, deadline: Instant, mut ready: impl FnMut() -> O
     // An ERROR raised while sleeping (query cancel) is cleaned up by AbortTransaction, which
     // also cancels the sleep.
     unsafe { pg_sys::ConditionVariableCancelSleep() };
+    // (a call whose deadline had passed before this wait gave up without sleeping)
+    if slept.is_some() || result.is_none() {
+        h.stats.waited(slept.map_or(0, |t| t.elapsed().as_micros() as u64), result.is_none());
+    }
     result
 }
 

@@ -29,7 +29,7 @@ GROUPS_SHARING_PORTS=(
 # citus 242 (when SEQGEN_CITUS=1), round2 85, keys 65, fuzz 45 per seed, faults 55, segment 40,
 # hardening 36, hardening3 26; the rest 20 or less
 ORDER=(citus round2 fuzz keys faults segment hardening hardening3 databases snowflake upgrade
-    gapless opaque config_docs majors surface docs cold)
+    gapless opaque config_docs majors surface docs counters cold)
 
 # build every test binary, and learn where each is
 exe_list=$(mktemp)

@@ -66,8 +66,31 @@ struct Block {
 }
 
 /// The languages a fenced block of the book may have: `sql` runs, `text` is the output of the
-/// `sql` block above it, the others are shown only.
-const LANGUAGES: [&str; 4] = ["sql", "text", "sh", ""];
+/// `sql` block above it, `yaml` (a monitoring system's configuration) has the SQL of its
+/// `query:` lines run, the others are shown only.
+const LANGUAGES: [&str; 5] = ["sql", "text", "sh", "yaml", ""];
+
+/// The SQL of a yaml block's `query: "..."` lines, as blocks of their own (run; their output
+/// is not compared, but must hold no error).
+fn yaml_queries(all: &[Block]) -> Vec<Block> {
+    let mut out = vec![];
+    for b in all.iter().filter(|b| b.lang == "yaml") {
+        for (i, line) in b.text.lines().enumerate() {
+            if let Some(q) = line.trim().strip_prefix("query: \"").and_then(|q| q.strip_suffix('"')) {
+                let at = b.open + 1 + i;
+                out.push(Block {
+                    lang: "sql".into(),
+                    open: at,
+                    close: at,
+                    text: format!("{q};"),
+                    not_run: None,
+                    shows_error: false,
+                });
+            }
+        }
+    }
+    out
+}
 
 /// Whether psql's output holds an error or a warning (a block that shows no output must
 /// print none).
@@ -267,7 +290,9 @@ fn reference_pages_describe_every_function_and_setting() {
                     p.provolatile::text, p.proisstrict,
                     p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a
                                                  WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
-                    obj_description(p.oid, 'pg_proc')
+                    obj_description(p.oid, 'pg_proc'),
+                    EXISTS (SELECT FROM aclexplode(p.proacl) a
+                             WHERE a.grantee = 'pg_monitor'::regrole AND a.privilege_type = 'EXECUTE')
                FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
               WHERE d.deptype = 'e' AND p.pronamespace = 'public'::regnamespace",
@@ -283,7 +308,7 @@ fn reference_pages_describe_every_function_and_setting() {
     let mut installed = BTreeSet::new();
     let (mut user_facing, mut internal) = (0, 0);
     for r in &rows {
-        let (name, args, result, vol, strict, public, comment): (
+        let (name, args, result, vol, strict, public, comment, monitor): (
             String,
             String,
             String,
@@ -291,7 +316,8 @@ fn reference_pages_describe_every_function_and_setting() {
             bool,
             bool,
             Option<String>,
-        ) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6));
+            bool,
+        ) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6), r.get(7));
         let sig = key(&name, &args, &result);
         installed.insert(sig.clone());
         let Some(d) = by_sig.get(&sig) else {
@@ -327,6 +353,8 @@ fn reference_pages_describe_every_function_and_setting() {
                 "Execute",
                 if public {
                     "every role (PUBLIC)"
+                } else if monitor {
+                    "superusers, members of pg_monitor, and the roles granted EXECUTE on it (not PUBLIC)"
                 } else {
                     "superusers, and the roles granted EXECUTE on it (not PUBLIC)"
                 }
@@ -656,7 +684,9 @@ fn every_sql_example_runs_and_prints_what_the_page_shows() {
                 problems.push(format!("{rel}:{}: a block of language {:?} (one of {LANGUAGES:?})", b.open + 1, b.lang));
             }
         }
-        let sql: Vec<&Block> = all.iter().filter(|b| b.lang == "sql" && b.not_run.is_none()).collect();
+        let queries = yaml_queries(&all);
+        let sql: Vec<&Block> =
+            all.iter().filter(|b| b.lang == "sql" && b.not_run.is_none()).chain(queries.iter()).collect();
         for b in &sql {
             // a statement left open would run into the next block's marker
             let last = b

@@ -38,8 +38,12 @@
 //! server-wide); each session's values of a tag (and of each key) increase, unless the tag
 //! was made opaque; every call answered within `seqgen.allocation_timeout` + 1 s with a value or
 //! a documented SQLSTATE (never XX000, never a lost connection, no crash in the server log);
-//! the committed gapless numbers of every key are exactly 1..N; and after a heal, every tag,
-//! snowflakes, UUIDv7s and gapless numbers can be drawn within 2 s.
+//! the committed gapless numbers of every key are exactly 1..N; the counters of
+//! `seqgen_stats()` never go down until a reset or a restart, and with no fault active every
+//! value reserved is drawn, cached or lost (`reserved - (drawn + cached + lost_eviction +
+//! lost_change + lost_period)` keeps its value); `fz_app` sees in `seqgen_status()` and the view
+//! `seqgen_tags` exactly the tags the model says it was granted, and may not reset the counters;
+//! and after a heal, every tag, snowflakes, UUIDv7s and gapless numbers can be drawn within 2 s.
 //!
 //! The steps are a pure function of the seed, so a failing seed replays. A failure prints the
 //! operation log, then shrinks it (dropping runs of steps and replaying on a fresh cluster) to
@@ -258,8 +262,12 @@ enum Admin {
     KeyStatus(usize),
     /// `seqgen_column_tag` of `fz_cols`' column for the tag: must name the tag.
     ColumnTag(usize),
-    /// `seqgen_status()`: by `fz_app`, it must list no tag `fz_app` was not granted.
-    Status,
+    /// `seqgen_status()` (false) or the view `seqgen_tags` (true): by `fz_app`, it must list no
+    /// tag `fz_app` was not granted, and every tag it was.
+    Status(bool),
+    /// `seqgen_stats_reset()`: by a superuser it sets the counters to zero (not
+    /// transactional, as `pg_stat_reset()`); `fz_app` is refused (42501).
+    StatsReset,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -411,10 +419,11 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     19..=20 | 26..=28 => Admin::Grant(t, rng.random_bool(0.5)),
                     21..=22 => Admin::Apply(rng.random_range(0..2), t),
                     23 if rng.random_bool(0.3) => Admin::Apply(2, t),
-                    24 => match rng.random_range(0..3) {
+                    24 => match rng.random_range(0..5) {
                         0 => Admin::KeyStatus(t),
                         1 => Admin::ColumnTag(t),
-                        _ => Admin::Status,
+                        2 => Admin::StatsReset,
+                        v => Admin::Status(v == 3),
                     },
                     _ => Admin::BadInput(rng.random_range(0..16)),
                 };
@@ -427,7 +436,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     (_, sh) => sh,
                 };
                 // seqgen_status() is checked by what the ordinary role fz_app sees
-                Op::Admin(if a == Admin::Status { 3 } else { s }, a, sh)
+                Op::Admin(if matches!(a, Admin::Status(_)) { 3 } else { s }, a, sh)
             }
             80..=89 => {
                 let db = rng.random_range(0..DBS.len());
@@ -477,6 +486,12 @@ struct Model {
     /// Order numbers of the victim tag drawn in its current period (reset when the clock moves
     /// or the victim is created again).
     victim_drawn: u64,
+    /// Per database: the counters of `seqgen_stats()` last read (they only grow until a reset
+    /// or a restart), and what `reserved - (drawn + cached + lost_eviction + lost_change +
+    /// lost_period)` must
+    /// stay (0 from the server's start; after a reset, learned from the next quiet readings).
+    counters: [Option<Vec<i64>>; 2],
+    balance: [Option<i64>; 2],
 }
 
 /// One fuzzing run on its own cluster.
@@ -631,6 +646,7 @@ impl Run {
             log_seen: 0,
             model: Model {
                 granted: (0..DBS.len()).map(|db| ((db, CODES_TAG, 0), Some(true))).collect(),
+                balance: [Some(0), Some(0)],
                 ..Model::default()
             },
             churns: 0,
@@ -1057,7 +1073,9 @@ impl Run {
             ][*i]
                 .to_string(),
             Admin::KeyStatus(t) => format!("SELECT count(*) FROM seqgen_key_status('{}')", tag(t)),
-            Admin::Status => "SELECT biz_tag FROM seqgen_status()".to_string(),
+            Admin::Status(false) => "SELECT biz_tag FROM seqgen_status()".to_string(),
+            Admin::Status(true) => "SELECT biz_tag FROM seqgen_tags".to_string(),
+            Admin::StatsReset => "SELECT seqgen_stats_reset()".to_string(),
             Admin::ColumnTag(t) => format!(
                 "DO $$ BEGIN IF seqgen_column_tag('fz_cols', 'c_{0}') IS DISTINCT FROM '{0}' THEN \
                  RAISE EXCEPTION 'seqgen_column_tag(fz_cols, c_{0}) is not {0}' USING ERRCODE = 'XX001'; \
@@ -1100,9 +1118,17 @@ impl Run {
                 .collect(),
             _ => vec![a.clone()],
         };
-        // fz_app sees in seqgen_status() no tag it was not granted, and (with no prepared
-        // transaction pending) every tag it was
-        if let (Admin::Status, Ok(listed), 3) = (a, &rows, s) {
+        if let Admin::StatsReset = a {
+            if s == 3 && rows.is_ok() {
+                return Err("fz_app reset the counters".into());
+            }
+            // (whatever the transaction did: a reset is not undone)
+            self.model.counters[db] = None;
+            self.model.balance[db] = None;
+        }
+        // fz_app sees in seqgen_status() and seqgen_tags no tag it was not granted, and (with no
+        // prepared transaction pending) every tag it was
+        if let (Admin::Status(_), Ok(listed), 3) = (a, &rows, s) {
             for (t, name) in TAGS.iter().enumerate() {
                 let granted = self.model.granted.get(&self.tag_key(db, t)).copied().unwrap_or(Some(false));
                 let shown = listed.iter().any(|l| l == name);
@@ -1211,6 +1237,9 @@ impl Run {
                 self.c.stop(mode);
                 self.c.start();
                 self.sessions.iter_mut().for_each(|s| *s = None);
+                // the counters start again with shared memory
+                self.model.counters = [None, None];
+                self.model.balance = [Some(0), Some(0)];
             }
             Fault::StopAllocator(db) => {
                 if let Some(pid) = self.allocator_pid(*db) {
@@ -1612,6 +1641,63 @@ impl Run {
         Ok(())
     }
 
+    /// The counters of `seqgen_stats()` in each database (read when the server answers): none
+    /// goes down until a reset or a restart, `lost_session` is part of `drawn`, and, with no
+    /// fault active, every value reserved is drawn, cached or lost by a slot (the balance keeps
+    /// its value; a reading taken while a publication is in flight is taken again).
+    fn check_counters(&mut self) -> Result<(), String> {
+        const COLS: &str = "drawn, segments, reserved, lost_eviction, lost_change, lost_session, evictions, \
+                            waits, wait_timeouts, gapless_draws, gapless_timeouts, lost_period, cached";
+        let diff = |v: &[i64]| v[2] - (v[0] + v[12] + v[3] + v[4] + v[11]);
+        for (db, name) in DBS.iter().enumerate() {
+            let Ok(mut c) = Client::connect(&self.c.conninfo(name), NoTls) else { return Ok(()) };
+            let mut read = || -> Option<Vec<i64>> {
+                let r = c.query_one(&format!("SELECT {COLS} FROM seqgen_stats()"), &[]).ok()?;
+                Some((0..13).map(|i| r.get(i)).collect())
+            };
+            let Some(mut v) = read() else { return Ok(()) };
+            if let Some(last) = &self.model.counters[db] {
+                if let Some(i) = (0..12).find(|&i| v[i] < last[i]) {
+                    return Err(format!(
+                        "seqgen_stats() of {name}: {} went down from {} to {} without a reset",
+                        COLS.split(", ").nth(i).unwrap().trim(),
+                        last[i],
+                        v[i]
+                    ));
+                }
+            }
+            if v[5] > v[0] {
+                return Err(format!("seqgen_stats() of {name}: lost_session {} above drawn {}", v[5], v[0]));
+            }
+            self.model.counters[db] = Some(v.clone());
+            if self.model.fault_active {
+                continue;
+            }
+            for tries in 0.. {
+                std::thread::sleep(Duration::from_millis(if tries == 0 { 0 } else { 100 }));
+                let Some(w) = read() else { return Ok(()) };
+                match self.model.balance[db] {
+                    Some(b) if diff(&w) == b => break,
+                    // learned: two readings in a row agree
+                    None if tries > 0 && diff(&w) == diff(&v) => {
+                        self.model.balance[db] = Some(diff(&w));
+                        break;
+                    }
+                    Some(b) if tries >= 20 => {
+                        return Err(format!(
+                            "seqgen_stats() of {name}: reserved - (drawn + cached + lost_eviction + lost_change + lost_period) \
+                             is {}, not {b}: a value reserved is neither drawn, cached nor lost ({COLS}: {w:?})",
+                            diff(&w)
+                        ));
+                    }
+                    None if tries >= 20 => break,
+                    _ => v = w,
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn step(&mut self, op: &Op) -> Result<String, String> {
         let r = match op {
             Op::Draw(s, d, shape) => self.draw(*s, d, *shape).map(|r| match r {
@@ -1628,6 +1714,7 @@ impl Run {
         }?;
         self.check_log()?;
         self.check_gapless()?;
+        self.check_counters()?;
         Ok(r)
     }
 }

@@ -82,6 +82,12 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
           FROM pg_constraint WHERE connamespace = 'seqgen'::regnamespace
         UNION ALL
         SELECT 'dumped ' || unnest(extconfig)::regclass FROM pg_extension WHERE extname = 'pg_seqgen'
+        UNION ALL
+        SELECT 'view ' || c.oid::regclass || ' ' || coalesce(c.relacl::text, 'default')
+               || ' ' || coalesce(obj_description(c.oid, 'pg_class'), 'no comment') || ' ' || pg_get_viewdef(c.oid)
+          FROM pg_class c JOIN pg_depend d ON d.objid = c.oid AND d.classid = 'pg_class'::regclass
+          JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
+         WHERE d.deptype = 'e' AND c.relkind = 'v'
         ORDER BY 1";
     c.query(q, &[]).unwrap().iter().map(|r| r.get(0)).collect()
 }
