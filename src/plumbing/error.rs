@@ -32,9 +32,9 @@ pub enum SeqgenError {
     /// the same).
     #[error("tag \"{tag}\" does not exist")]
     UnknownTagDrawn { tag: String, columns: Vec<(String, String)>, adoptable: bool },
-    #[error("tag \"{tag}\" does not exist (this database subscribes to \"{subscription}\", which does not bring the pg_seqgen catalog)")]
+    #[error("tag \"{tag}\" does not exist")]
     TagNotReplicated { tag: String, subscription: String },
-    #[error("tag \"{tag}\" is not served here while subscription \"{subscription}\" replicates the pg_seqgen catalog into this database")]
+    #[error("tag \"{tag}\" is not served while subscription \"{subscription}\" replicates the catalog here")]
     CatalogReplicatedIn { tag: String, subscription: String },
     #[error("permission denied for tag \"{0}\"")]
     TagPermission(String),
@@ -61,17 +61,15 @@ pub enum SeqgenError {
     ClockBehind { what: &'static str, behind: i64 },
     #[error("the {0} layout's time range is used up")]
     TimeExhausted(&'static str),
-    #[error("{0} IDs are not available yet: the pg_seqgen launcher has not read every database's reservation since the server started")]
+    #[error("{0} IDs are not available yet")]
     ClocksNotOpen(&'static str),
     #[error("the clock is before seqgen.snowflake_epoch")]
     BeforeEpoch,
-    #[error(
-        "node id {node} (seqgen.node_id, or on Citus the coordinator's node id for the node's group) does not fit in the tag's {bits} node bits"
-    )]
+    #[error("node id {node} does not fit in the tag's {bits} node bits")]
     NodeDoesNotFit { node: u32, bits: u32 },
     #[error("seqgen.node_id {0} does not fit in the 4 node bits of seqgen_snowflake53() (0 to 15)")]
     Snowflake53Node(u32),
-    #[error("this node is not in its Citus cluster's metadata (pg_dist_node does not list its group), so it has no node id to number with")]
+    #[error("this node is not in its Citus cluster's metadata")]
     NotInCluster,
     #[error("this server has not confirmed Citus group {0} as its own yet")]
     GroupNotConfirmed(i64),
@@ -79,7 +77,7 @@ pub enum SeqgenError {
     NotReady(String),
     #[error("tag \"{0}\" has no node bits, so on Citus its values from different nodes would meet")]
     CitusNeedsNodeBits(String),
-    #[error("tag \"{0}\": on Citus every node numbers on its own, so an order-number template must render the node id ({{node}} or {{node:N}})")]
+    #[error("the order-number template of tag \"{0}\" does not render the node id")]
     CitusNeedsNodeField(String),
     #[error("tag \"{0}\" is not opaque")]
     NotOpaque(String),
@@ -87,7 +85,7 @@ pub enum SeqgenError {
     CodesUsedUp { tag: String, length: usize, capacity: u64 },
     #[error("only a superuser may call {0}")]
     SuperuserOnly(&'static str),
-    #[error("tag \"{0}\" is gapless: its numbers come from seqgen_gapless_next(), seqgen_gapless_order_no() or a table numbered at commit, not from the segment generators")]
+    #[error("tag \"{0}\" is gapless")]
     Gapless(String),
     #[error("tag \"{0}\" is not gapless")]
     NotGapless(String),
@@ -105,15 +103,13 @@ pub enum SeqgenError {
     GaplessOverwritten { table: String, ctid: String, column: String },
     #[error("tag \"{0}\" has no template")]
     NoTemplate(String),
-    #[error("the template of tag \"{0}\" numbers per key ({{key}}): call seqgen_order_no(biz_tag, key)")]
+    #[error("the template of tag \"{0}\" numbers per key")]
     TemplateHasKey(String),
     #[error("the template of tag \"{0}\" has no {{key}}, so the numbers of two keys would be the same")]
     TemplateLacksKey(String),
     #[error("the order-number counter of tag \"{tag}\" is full for this period ({capacity} numbers)")]
     OrderOverflow { tag: String, capacity: i64 },
-    #[error(
-        "tag \"{tag}\" cannot have another key: the tags of its owner have seqgen.max_keys_per_role ({limit}) keys"
-    )]
+    #[error("tag \"{tag}\" cannot have another key: its owner's tags reached seqgen.max_keys_per_role ({limit})")]
     KeyLimit { tag: String, limit: i64 },
     #[error("{0}")]
     Unsupported(String),
@@ -212,6 +208,14 @@ impl SeqgenError {
             GaplessPrivilege { column, .. } => format!("Numbering at commit updates column \"{column}\" of the rows the role wrote, found by their ctid: the role needs SELECT on the table (a grant on columns does not cover ctid) and UPDATE on column \"{column}\"."),
             GaplessOverwritten { column, .. } => format!("A BEFORE UPDATE trigger set column \"{column}\" to NULL or another value in the update that writes the number: the row would not keep its number (set to NULL, it would be numbered again, and again)."),
             KeyLimit { .. } => "Each key of seqgen_next(biz_tag, key) and seqgen_order_no(biz_tag, key) counts toward the role that owns its tag, whoever draws it; keys already in use still draw.".into(),
+            ClocksNotOpen(_) => "The pg_seqgen launcher has not read every database's reservation since the server started: until it has, an ID could be issued below one another database issued before a restart with the clock behind.".into(),
+            NodeDoesNotFit { .. } => "The node id is seqgen.node_id, or on Citus the node id the coordinator assigned the node's group.".into(),
+            NotInCluster => "Its group is not listed in pg_dist_node, so it has no node id to number with.".into(),
+            TagNotReplicated { subscription, .. } => format!("This database subscribes to \"{subscription}\", which does not bring the pg_seqgen catalog."),
+            CatalogReplicatedIn { subscription, .. } => format!("Subscription \"{subscription}\" brings pg_seqgen's catalog in from its publisher, which draws from the tag: drawing here too would repeat its values."),
+            CitusNeedsNodeField(_) => "On Citus every node numbers on its own: numbers that do not show the node would meet.".into(),
+            Gapless(_) => "A gapless tag's numbers are counted in the drawing transaction; the segment generators (seqgen_next, seqgen_next_batch, seqgen_order_no) do not serve it.".into(),
+            TemplateHasKey(_) => "Its template has {key}: each key counts on its own.".into(),
             GaplessNotWritten { .. } => "The update that writes the number changed no row: a BEFORE UPDATE trigger returned NULL, or a row-level security policy hides the row from the committing role.".into(),
             UnknownTagDrawn { columns, .. } => {
                 let named: Vec<String> = columns.iter().take(3).map(|(t, c)| format!("column \"{c}\" of table {t}")).collect();
@@ -252,9 +256,11 @@ impl SeqgenError {
             GroupNotConfirmed(g) => format!("A promoted standby or a Citus clone reads its primary's group, and numbering with it would repeat the primary's IDs. After a failover, point the group at this server on the coordinator (SELECT citus_update_node(<nodeid>, '<host>', <port>)); a clone being split off gets a group of its own when citus_promote_clone_and_rebalance commits. The server log of the \"pg_seqgen sync\" worker says what it found for group {g}."),
             NotReady(_) => "Check the server log for the \"pg_seqgen allocator\" of this database; raise seqgen.allocation_timeout if the server is overloaded.".into(),
             CitusNeedsNodeBits(t) => format!("Tags created in a Citus database get node bits themselves; for a tag created before Citus: SELECT seqgen_set_node_bits('{t}', 8);"),
-            CitusNeedsNodeField(t) => format!("For example: SELECT seqgen_set_template('{t}', 'SN{{yyyy}}{{MM}}{{dd}}{{node:3}}{{seq:6}}');"),
-            NotYetDrawn(Some(t)) => format!("seqgen_currval('{t}') is what seqgen_next('{t}') last returned to this session; other sessions' draws do not count."),
-            NotYetDrawn(None) => "seqgen_lastval() is what seqgen_next() last returned to this session, of any tag or key.".into(),
+            CitusNeedsNodeField(t) => format!("Put {{node}} or {{node:N}} in the template, for example: SELECT seqgen_set_template('{t}', 'SN{{yyyy}}{{MM}}{{dd}}{{node:3}}{{seq:6}}');"),
+            Gapless(t) => format!("Draw its numbers with seqgen_gapless_next('{t}') or seqgen_gapless_order_no('{t}'), or number a table at commit with seqgen_gapless_attach()."),
+            TemplateHasKey(t) => format!("Name the key: seqgen_order_no('{t}', key)."),
+            NotYetDrawn(Some(t)) => format!("The value of seqgen_currval('{t}') is what seqgen_next('{t}') last returned to this session; other sessions' draws do not count."),
+            NotYetDrawn(None) => "The value of seqgen_lastval() is what seqgen_next() last returned to this session, of any tag or key.".into(),
             TagNotCommitted(_) => "Commit the transaction that ran seqgen_create() before drawing IDs from the tag.".into(),
             ClockBehind { what, .. } => format!("{what} IDs resume when the server clock catches up; check NTP."),
             TimeExhausted("UUIDv7") => "The UUIDv7 generator's 42 bits of milliseconds end in 2109.".into(),

@@ -182,3 +182,74 @@ fn every_function_follows_one_null_rule() {
     println!("NULL arguments: {nulls} STRICT calls answered NULL, {errors} administrative calls raised 22004");
     assert!(errors >= 20 && nulls >= 10, "too few functions found: {errors} and {nulls}");
 }
+
+/// Item 6: error messages in PostgreSQL's style (its error message style guide): a primary
+/// message that is short, starts in lower case and ends without a period, with the facts in a
+/// DETAIL and the remedy in a HINT, each a sentence (a capital, and a period or, after an SQL
+/// example, a semicolon). Read from the source, as docs.rs reads the SQLSTATE table: every
+/// message, also those of conditions no test provokes.
+#[test]
+fn error_messages_follow_the_style_guide() {
+    let source =
+        std::fs::read_to_string(format!("{}/../../src/plumbing/error.rs", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let literal = |s: &str| -> Option<String> {
+        let start = s.find('"')? + 1;
+        let mut out = String::new();
+        let mut chars = s[start..].chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.push(chars.next()?),
+                '"' => return Some(out),
+                c => out.push(c),
+            }
+        }
+        None
+    };
+    let mut problems = vec![];
+    let (mut primaries, mut sentences) = (0, 0);
+    // #[error("...")], on one line or the next
+    let lines: Vec<&str> = source.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let at = if line.trim_start().starts_with("#[error(\"") {
+            line
+        } else if line.trim() == "#[error(" {
+            lines[i + 1]
+        } else {
+            continue;
+        };
+        let Some(m) = literal(at) else { continue };
+        if m.starts_with('{') {
+            continue; // a message made elsewhere (InvalidArgument, a wrapped error)
+        }
+        primaries += 1;
+        // placeholders count as a short name
+        let shown: String = m
+            .split('{')
+            .enumerate()
+            .map(|(k, p)| if k == 0 { p } else { p.split_once('}').map_or(p, |x| x.1) })
+            .collect();
+        if shown.len() > 90 {
+            problems.push(format!("primary message longer than 90 characters: {m:?}"));
+        }
+        if m.ends_with('.') || m.chars().next().is_some_and(char::is_uppercase) {
+            problems.push(format!("primary message with a capital or a final period: {m:?}"));
+        }
+        if [": call ", "; use ", ": use "].iter().any(|r| m.contains(r)) {
+            problems.push(format!("a remedy in the primary message (a HINT's job): {m:?}"));
+        }
+    }
+    // the DETAIL and HINT texts: `=> "...".into()` and `format!("...")` in detail() and hint()
+    let body = &source[source.find("pub fn detail").unwrap()..source.find("/// Raise this error").unwrap()];
+    for line in body.lines().filter(|l| l.contains("=> ") && (l.contains(".into()") || l.contains("format!(\""))) {
+        let Some(t) = literal(line.split_once("=> ").unwrap().1) else { continue };
+        sentences += 1;
+        if !t.chars().next().is_some_and(|c| c.is_uppercase() || c == '{' || c == '\'')
+            || !(t.ends_with('.') || t.ends_with(';'))
+        {
+            problems.push(format!("a DETAIL or HINT that is not a sentence: {t:?}"));
+        }
+    }
+    println!("error messages: {primaries} primary messages, {sentences} DETAIL and HINT texts checked");
+    assert!(primaries >= 40 && sentences >= 40, "too few messages found: the parse is broken");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
