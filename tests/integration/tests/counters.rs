@@ -288,7 +288,9 @@ fn order_numbers_left_when_their_period_ends_are_counted() {
     alone(&c);
     let st = Stats::read(&mut c.connect());
     println!("lost_period {} (the day's cached numbers were {cached})", st.n("lost_period"));
-    assert!(cached > 0 && st.n("lost_period") >= cached, "the numbers left of the day's blocks were not counted");
+    // (a draw that finds its block's period over has taken one of its numbers first, which
+    // counts as drawn: one for the current block and one for a block prefetched for the day)
+    assert!(cached > 0 && st.n("lost_period") >= cached - 2, "the numbers left of the day's blocks were not counted");
     let (reserved, accounted) = st.balance(0);
     assert_eq!(reserved, accounted, "the balance with a period ended");
 }
