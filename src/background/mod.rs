@@ -4,8 +4,10 @@
 
 pub mod citus;
 pub mod health;
+mod jobs;
 pub mod launcher;
 pub mod process;
+mod publish;
 pub mod slots;
 pub mod triggers;
 pub mod utility;

@@ -25,26 +25,22 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::spi::SpiClient;
-use seqgen_core::adaptive::Reservation;
-use seqgen_core::opaque::Key;
-use seqgen_core::segment::{trigger_offset, Segment, SegmentBuffer};
 use seqgen_core::template::{self, Template, Tz};
 
+use crate::background::jobs::{run_job, Job, Outcome, SlotRef};
 use crate::background::process::{alive, in_subtransaction, in_transaction, set_option, JobError};
-use crate::background::slots::{assign_slot, update_rates};
-use crate::generators::snowflake::{self, Kind, SnowflakeJob};
-use crate::plumbing::catalog::{self, mode, CatalogState, OrderReserve, Reserve, TemplateRead};
+use crate::background::publish::{answer, finish};
+use crate::background::slots::update_rates;
+use crate::generators::snowflake::{self, Kind};
+use crate::plumbing::catalog::{self, CatalogState, OrderReserve, Reserve};
 use crate::plumbing::directory::code;
 use crate::plumbing::guc;
 use crate::plumbing::node;
-use crate::plumbing::shmem::{self, retire_slot, Header, Ident, Mailbox, TagSlot, WorkerStatus};
-use crate::plumbing::stats::Lost;
+use crate::plumbing::shmem::{self, Header, TagSlot, WorkerStatus};
 
 /// Start the allocator of database `db` (from the launcher): a dynamic background worker
 /// that the launcher, not the postmaster, restarts. `reader`: only read the database's
@@ -341,56 +337,6 @@ unsafe fn apply_lock_timeout() {
     unsafe { set_option(c"lock_timeout", &ms) };
 }
 
-/// One unit of work gathered from shared memory.
-enum Job {
-    /// Load a tag into a slot (mailbox index and use, tag).
-    Load { mb: usize, seq: u64, tag: String },
-    /// Reserve a dedicated range of `n` values for the tag of a slot.
-    Range { mb: usize, seq: u64, slot: SlotRef, n: i64 },
-    /// Read the template of a slot's tag into the slot.
-    Template { mb: usize, seq: u64, slot: SlotRef },
-    /// Reserve the next segment of an active slot. `asked`: a caller is waiting for it.
-    Prefetch { slot: SlotRef, asked: bool },
-    /// Reserve the next order-number counter block of a slot (whose template is `text` in time
-    /// zone `zone`), for period `want` or later.
-    Order { slot: SlotRef, text: String, zone: String, want: i64, asked: bool },
-    /// Load or extend the reservation of a clock-ordered generator (snowflake or UUIDv7);
-    /// `ts` is the reservation to persist.
-    Snowflake { kind: Kind, job: SnowflakeJob, ts: i64 },
-    /// Check that every loaded slot still serves its catalog row.
-    Verify { slots: Vec<SlotRef> },
-}
-
-/// A slot as the job saw it: a job's result is applied only if the slot still has this
-/// generation, and a reservation only comes from the row with this identity.
-#[derive(Clone)]
-struct SlotRef {
-    idx: usize,
-    gen: u64,
-    ident: Ident,
-    tag: String,
-}
-
-impl SlotRef {
-    /// The slot's current tag, generation and identity, read consistently (the identity only
-    /// changes together with the generation, under the directory lock).
-    fn of(idx: usize, s: &TagSlot) -> Option<SlotRef> {
-        let gen = s.gen().load(Ordering::Acquire);
-        let tag = String::from_utf8_lossy(s.name()).into_owned();
-        let ident = s.ident();
-        (s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.gen().load(Ordering::Acquire) == gen)
-            .then_some(SlotRef { idx, gen, ident, tag })
-    }
-
-    /// For a mailbox request about a resolved slot: the slot if it still has the generation
-    /// the caller resolved.
-    fn of_request(h: &'static Header, mb: &Mailbox) -> Option<SlotRef> {
-        let idx = mb.slot.load(Ordering::Relaxed) as usize;
-        let s = shmem::all_slots(h).get(idx)?;
-        SlotRef::of(idx, s).filter(|r| r.gen == mb.gen.load(Ordering::Relaxed))
-    }
-}
-
 struct Worker {
     last_periodic_ms: i64,
     /// Parsed templates of the slots (slot index -> template version, text, zone name,
@@ -415,22 +361,6 @@ struct Worker {
 
 /// Loaded slots checked against the catalog per second (all of them, in turn).
 const VERIFY_PER_SECOND: usize = 1024;
-
-enum Outcome {
-    Reserved(Reserve),
-    /// Snowflake: the persisted high-water ID was read (Load) or written (Extend); `None`:
-    /// the row was locked.
-    Snowflake(Option<i64>),
-    /// Loads: the tag exists, with this configured step, identity and owner.
-    Loaded(catalog::Loaded),
-    Template(TemplateRead),
-    Order(OrderReserve),
-    /// Verify: the slots that no longer serve their row.
-    Stale(Vec<usize>),
-    CatalogMissing,
-    NeedsUpdate(String),
-    Failed(JobError),
-}
 
 impl Worker {
     fn cycle(&mut self, h: &'static Header) {
@@ -753,60 +683,6 @@ fn requeue(h: &'static Header, jobs: &[Job]) {
     }
 }
 
-fn run_job(
-    client: &mut SpiClient<'_>,
-    plans: &catalog::Plans,
-    job: &Job,
-    slots: &'static [TagSlot],
-    policy: &seqgen_core::adaptive::StepPolicy,
-) -> pgrx::spi::Result<Outcome> {
-    let now = shmem::now_ms();
-    Ok(match job {
-        // Loading only reads the tag's step and identity: the first segment (or order-number
-        // block) is reserved when it is first needed, so a call that fails later (e.g. a tag
-        // without a template) has reserved nothing.
-        Job::Load { tag, .. } => match plans.tag_load(client, tag)? {
-            Some(l) if l.gapless => Outcome::Reserved(Reserve::Gapless),
-            Some(l) => Outcome::Loaded(l),
-            None => Outcome::Reserved(Reserve::Missing),
-        },
-        Job::Range { slot, n, .. } => Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |_| *n)?),
-        Job::Template { slot, .. } => Outcome::Template(plans.template_read(client, &slot.tag, slot.ident)?),
-        Job::Order { slot, text, zone, want, .. } => {
-            let s = &slots[slot.idx];
-            let (cur, last) = (s.ord_cur_step.load(Ordering::Relaxed), s.ord_last_ms.load(Ordering::Relaxed));
-            // order blocks of tags and keys alike: from one number up (see `key_step`)
-            let lasted = (last != 0).then(|| Duration::from_millis((now - last).max(0) as u64));
-            let size = move |step| key_step(policy, cur, step, lasted);
-            Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, (text, zone), *want, size)?)
-        }
-        Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. } => {
-            Outcome::Snowflake(Some(plans.reservation_read(client, kind.table())?))
-        }
-        Job::Snowflake { kind, job: SnowflakeJob::Extend, ts } => {
-            let id = kind.layout().id_floor(*ts);
-            Outcome::Snowflake(plans.reservation_write(client, kind.table(), id)?)
-        }
-        Job::Prefetch { slot, .. } => {
-            let s = &slots[slot.idx];
-            let (cur, last) = (s.cur_step.load(Ordering::Relaxed), s.last_alloc_ms.load(Ordering::Relaxed));
-            Outcome::Reserved(plans.reserve_for(
-                client,
-                &slot.tag,
-                slot.ident,
-                sizer(policy, &slot.tag, cur, last, now),
-            )?)
-        }
-        Job::Verify { slots: refs } => {
-            let names: Vec<String> = refs.iter().map(|r| r.tag.clone()).collect();
-            let found: HashMap<String, Ident> = plans.verify(client, names)?.into_iter().collect();
-            // a keyed counter serves its tag's row
-            let serves = |r: &SlotRef| found.get(shmem::split_name(&r.tag).0) == Some(&r.ident);
-            Outcome::Stale(refs.iter().filter(|r| !serves(r)).map(|r| r.idx).collect())
-        }
-    })
-}
-
 /// Once no prepared transaction holds the catalog, privilege answers may be cached again
 /// (`Header::acl_prepared`): every backend checks its answers once more.
 fn clear_acl_prepared(h: &'static Header) {
@@ -891,277 +767,4 @@ fn note_catalog(h: &'static Header, oid: Option<u32>) {
         crate::plumbing::node::forget(h);
         shmem::retire_all();
     }
-}
-
-/// Answer use `seq` of `mb`, if the caller still waits for it; free it if the caller gave up.
-fn answer(mb: &Mailbox, seq: u64, code: u32, start: i64, len: i64, detail: &str) {
-    if mb.load() != (seq, shmem::MB_POSTED) {
-        mb.free(seq, shmem::MB_ABANDONED);
-        return;
-    }
-    mb.result.store(code, Ordering::Relaxed);
-    mb.r_start.store(start, Ordering::Relaxed);
-    mb.r_len.store(len, Ordering::Relaxed);
-    mb.set_detail(detail);
-    if !mb.transition(seq, shmem::MB_POSTED, shmem::MB_DONE) {
-        // the caller gave up meanwhile; the mailbox is ours to free
-        mb.free(seq, shmem::MB_ABANDONED);
-    }
-}
-
-/// Answer a mailbox with a failure.
-fn answer_failure(mb: &Mailbox, seq: u64, o: &Outcome) {
-    let (c, state, detail) = match o {
-        Outcome::Reserved(r) => (reserve_code(r), 0, String::new()),
-        Outcome::CatalogMissing => (code::CATALOG_MISSING, 0, String::new()),
-        Outcome::NeedsUpdate(v) => (code::NEEDS_UPDATE, 0, v.clone()),
-        Outcome::Failed(e) if e.locked => (code::LOCKED, e.state, e.msg.clone()),
-        Outcome::Failed(e) => (code::INTERNAL, e.state, e.msg.clone()),
-        _ => (code::INTERNAL, 0, "unexpected outcome".to_string()),
-    };
-    answer(mb, seq, c, 0, state as i64, &detail)
-}
-
-fn segment_of(range: Reservation) -> Segment {
-    let len = range.len();
-    Segment { start: range.start, len, trigger: trigger_offset(len, guc::PREFETCH_THRESHOLD.get() as u32), period: 0 }
-}
-
-fn reserve_code(r: &Reserve) -> u32 {
-    match r {
-        Reserve::Done { .. } => code::OK,
-        Reserve::Missing => code::UNKNOWN_TAG,
-        Reserve::Locked => code::LOCKED,
-        Reserve::Exhausted => code::EXHAUSTED,
-        Reserve::Stale => code::STALE,
-        Reserve::Gapless => code::GAPLESS,
-        Reserve::KeyedOpaque => code::KEYED_OPAQUE,
-        Reserve::KeyLimit => code::KEY_LIMIT,
-    }
-}
-
-/// How many values the next reservation of `name` (a tag, or a tag and a key) takes, given
-/// the tag's configured step: the current size `cur` adapted to how long ago the last one was
-/// made (`last_ms`; 0: never since the slot was loaded).
-fn sizer<'a>(
-    policy: &'a seqgen_core::adaptive::StepPolicy,
-    name: &str,
-    cur: i64,
-    last_ms: i64,
-    now: i64,
-) -> impl FnOnce(i64) -> i64 + 'a {
-    let lasted = Duration::from_millis((now - last_ms).max(0) as u64);
-    let keyed = shmem::split_name(name).1.is_some();
-    move |step| {
-        if keyed {
-            key_step(policy, cur, step, (last_ms != 0).then_some(lasted))
-        } else {
-            policy.next_step(cur, step, Some(lasted))
-        }
-    }
-}
-
-/// The step of a keyed counter's next segment: from 1 up to the adaptive ceiling of its tag
-/// (`seqgen.max_step`, or the tag's step if that is larger), doubled while segments last less
-/// than the policy's `grow_below` and halved when they last more than its `shrink_above`, so
-/// a key that draws a few numbers a day keeps taking one or two at a time and a hot key is
-/// served like a tag. Always adaptive (a fixed step would burn it per key). `lasted`: `None`
-/// for the first segment after the key was loaded (its stored step is kept).
-fn key_step(policy: &seqgen_core::adaptive::StepPolicy, cur: i64, tag_step: i64, lasted: Option<Duration>) -> i64 {
-    let p = seqgen_core::adaptive::StepPolicy { enabled: true, max_step: policy.max_step.max(tag_step), ..*policy };
-    p.next_step(cur, 1, lasted)
-}
-
-/// The slot of `r`, if it still has the job's generation.
-fn live(h: &'static Header, r: &SlotRef) -> Option<&'static TagSlot> {
-    let s = &shmem::all_slots(h)[r.idx];
-    (s.gen().load(Ordering::Acquire) == r.gen).then_some(s)
-}
-
-/// Publish `seg` in `buf` of the slot of `r` and count it (`seqgen_stats()`), under the
-/// directory lock: a slot retired meanwhile (its cached values counted as lost then) gets
-/// nothing, and a retirement after the publication counts the segment as lost with the rest.
-fn publish_counted(h: &'static Header, r: &SlotRef, buf: &SegmentBuffer, seg: Segment) {
-    shmem::with_dir_lock(h, false, || {
-        if live(h, r).is_none() {
-            return;
-        }
-        match buf.publish(seg) {
-            Ok(_) => h.stats.published(seg.len),
-            Err(_) => h.stats.unpublished(seg.len),
-        }
-    });
-}
-
-/// Retire the slot of `r` if it still has the job's generation.
-fn retire_ref(h: &'static Header, r: &SlotRef) {
-    shmem::with_dir_lock(h, true, || {
-        if live(h, r).is_some() {
-            retire_slot(h, r.idx, Lost::Change);
-        }
-    });
-}
-
-/// The code a failed slot job leaves in the slot.
-fn failure_code(o: &Outcome) -> u32 {
-    match o {
-        Outcome::CatalogMissing => code::CATALOG_MISSING,
-        Outcome::NeedsUpdate(_) => code::NEEDS_UPDATE,
-        Outcome::Reserved(r) => reserve_code(r),
-        Outcome::Order(OrderReserve::KeyLimit) => code::KEY_LIMIT,
-        _ => code::INTERNAL,
-    }
-}
-
-/// Apply a committed outcome to shared memory.
-fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
-    match (job, outcome) {
-        (Job::Load { mb, seq, tag }, Outcome::Loaded(l)) => {
-            let (idx, gen) = assign_slot(h, tag, l, now);
-            answer(&h.mailboxes[*mb], *seq, code::OK, idx as i64, gen as i64, "")
-        }
-        (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. })) => {
-            let m = &h.mailboxes[*mb];
-            let Some(s) = live(h, slot) else { return answer(m, *seq, code::STALE, 0, 0, "") };
-            if let Some((from, key)) = opaque {
-                // the caller permutes the range with the key it reads from its slot
-                set_opaque(s, from, &key);
-            }
-            m.r_mode.store(mode(opaque.is_some(), node_bits, node::is_citus_db(h)), Ordering::Relaxed);
-            answer(m, *seq, code::OK, range.start, range.len() as i64, "")
-        }
-        (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Stale)) => {
-            retire_ref(h, slot);
-            answer(&h.mailboxes[*mb], *seq, code::STALE, 0, 0, "")
-        }
-        (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Missing)) => {
-            // the row is gone: the slot's cached segments must not be served any more
-            retire_ref(h, slot);
-            answer(&h.mailboxes[*mb], *seq, code::UNKNOWN_TAG, 0, 0, "")
-        }
-        (Job::Load { mb, seq, .. } | Job::Range { mb, seq, .. }, o) => answer_failure(&h.mailboxes[*mb], *seq, &o),
-        (Job::Template { mb, seq, slot }, o) => {
-            let m = &h.mailboxes[*mb];
-            let found = match o {
-                Outcome::Template(t) => t,
-                o => return answer_failure(m, *seq, &o),
-            };
-            let c = shmem::with_dir_lock(h, true, || {
-                let Some(s) = live(h, slot) else { return code::STALE };
-                match &found {
-                    TemplateRead::Found { text, zone, key } => {
-                        if let Some(k) = key {
-                            s.set_key(k);
-                        }
-                        s.tpl.write(text, zone);
-                        code::OK
-                    }
-                    TemplateRead::Missing => {
-                        s.tpl.set_state(shmem::TPL_MISSING);
-                        code::NO_TEMPLATE
-                    }
-                    TemplateRead::Stale => {
-                        retire_slot(h, slot.idx, Lost::Change);
-                        code::STALE
-                    }
-                }
-            });
-            answer(m, *seq, c, 0, 0, "")
-        }
-        (Job::Order { slot, .. }, o) => {
-            let Some(s) = live(h, slot) else { return };
-            match o {
-                Outcome::Order(OrderReserve::Done(b)) => {
-                    s.ord_locked.store(0, Ordering::Relaxed);
-                    if s.ord_err_code.load(Ordering::Relaxed) == code::OVERFLOW {
-                        s.ord_err_code.store(code::OK, Ordering::Relaxed);
-                    }
-                    let len = (b.end - b.start + 1) as u64;
-                    s.ord_cur_step.store(len as i64, Ordering::Relaxed);
-                    s.ord_last_ms.store(now, Ordering::Relaxed);
-                    let trigger = trigger_offset(len, guc::PREFETCH_THRESHOLD.get() as u32);
-                    // a gap, never a duplicate, if a block is already waiting
-                    publish_counted(h, slot, &s.ord, Segment { start: b.start, len, trigger, period: b.period });
-                }
-                Outcome::Order(OrderReserve::Locked) | Outcome::Failed(JobError { locked: true, .. }) => {
-                    s.ord_locked.store(1, Ordering::Relaxed)
-                }
-                Outcome::Order(OrderReserve::Overflow(period)) => {
-                    s.ord_err_period.store(period, Ordering::Relaxed);
-                    order_error(s, code::OVERFLOW);
-                }
-                Outcome::Order(OrderReserve::Missing) => {
-                    shmem::with_dir_lock(h, true, || s.tpl.set_state(shmem::TPL_MISSING));
-                    order_error(s, code::NO_TEMPLATE);
-                }
-                // the tag or its template changed under the slot: callers reload both
-                Outcome::Order(OrderReserve::Stale) => retire_ref(h, slot),
-                o => order_error(s, failure_code(&o)),
-            }
-        }
-        (Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. }, Outcome::Snowflake(Some(id))) => {
-            snowflake::refresh(h, *kind, id)
-        }
-        // a failed re-read is retried next second; nobody waits for it
-        (Job::Snowflake { job: SnowflakeJob::Refresh, .. }, _) => {}
-        (Job::Snowflake { kind, job: SnowflakeJob::Extend, ts }, Outcome::Snowflake(Some(stored))) => {
-            snowflake::publish_reservation(h, *kind, *ts, stored)
-        }
-        // locked: asked again by the waiting callers
-        (Job::Snowflake { .. }, Outcome::Snowflake(None) | Outcome::Failed(JobError { locked: true, .. })) => {}
-        (Job::Snowflake { kind, .. }, o) => snowflake::report_failure(h, *kind, failure_code(&o)),
-        (Job::Prefetch { slot, .. }, o) => {
-            let Some(s) = live(h, slot) else { return }; // retired meanwhile: a gap
-            match o {
-                Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. }) => {
-                    s.locked.store(0, Ordering::Relaxed);
-                    s.err_code.store(code::OK, Ordering::Relaxed);
-                    s.cur_step.store(range.len() as i64, Ordering::Relaxed);
-                    s.last_alloc_ms.store(now, Ordering::Relaxed);
-                    let mut seg = segment_of(range);
-                    if let Some((from, key)) = &opaque {
-                        set_opaque(s, *from, key);
-                    }
-                    seg.period = mode(opaque.is_some(), node_bits, node::is_citus_db(h));
-                    // Publishing fails only if a segment is already waiting; then this one is
-                    // skipped (a gap, never a duplicate).
-                    publish_counted(h, slot, &s.seg, seg);
-                }
-                Outcome::Reserved(Reserve::Locked) | Outcome::Failed(JobError { locked: true, .. }) => {
-                    s.locked.store(1, Ordering::Relaxed)
-                }
-                // The row is gone, or is another incarnation of the tag: retire the slot;
-                // callers reload (and get "unknown tag", or the new tag).
-                Outcome::Reserved(Reserve::Missing | Reserve::Stale) => retire_ref(h, slot),
-                Outcome::Reserved(Reserve::Exhausted) => slot_error(s, code::EXHAUSTED),
-                o => slot_error(s, failure_code(&o)),
-            }
-        }
-        (Job::Verify { slots }, Outcome::Stale(stale)) => {
-            for r in slots.iter().filter(|r| stale.contains(&r.idx)) {
-                log!(
-                    "pg_seqgen allocator: tag \"{}\" no longer matches its catalog row; its cached values are discarded",
-                    shmem::shown_name(r.tag.clone())
-                );
-                retire_ref(h, r);
-            }
-        }
-        (Job::Verify { .. }, _) => {}
-    }
-}
-
-/// Record an opaque tag's key and domain in its slot (before publishing anything opaque).
-fn set_opaque(s: &TagSlot, from: i64, key: &Key) {
-    s.opaque_from.store(from, Ordering::Relaxed);
-    s.set_key(key);
-}
-
-fn order_error(s: &TagSlot, c: u32) {
-    s.ord_err_code.store(c, Ordering::Relaxed);
-    s.ord_err_seq.fetch_add(1, Ordering::AcqRel);
-}
-
-fn slot_error(s: &TagSlot, c: u32) {
-    s.err_code.store(c, Ordering::Relaxed);
-    s.err_seq.fetch_add(1, Ordering::AcqRel);
 }

@@ -1,0 +1,168 @@
+//! The allocator's jobs: what a request gathered from shared memory becomes (`Job`), the slot
+//! a job is about as the job saw it (`SlotRef`), running one against the catalog (`run_job`,
+//! with the sizes of the reservations) and what it gave (`Outcome`). The worker gathers them
+//! and runs each in a subtransaction (`worker.rs`); what happens after the commit is
+//! `publish.rs`.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use pgrx::spi::SpiClient;
+
+use crate::background::process::JobError;
+use crate::generators::snowflake::{Kind, SnowflakeJob};
+use crate::plumbing::catalog::{self, OrderReserve, Reserve, TemplateRead};
+use crate::plumbing::shmem::{self, Header, Ident, Mailbox, TagSlot};
+
+/// One unit of work gathered from shared memory.
+pub(super) enum Job {
+    /// Load a tag into a slot (mailbox index and use, tag).
+    Load { mb: usize, seq: u64, tag: String },
+    /// Reserve a dedicated range of `n` values for the tag of a slot.
+    Range { mb: usize, seq: u64, slot: SlotRef, n: i64 },
+    /// Read the template of a slot's tag into the slot.
+    Template { mb: usize, seq: u64, slot: SlotRef },
+    /// Reserve the next segment of an active slot. `asked`: a caller is waiting for it.
+    Prefetch { slot: SlotRef, asked: bool },
+    /// Reserve the next order-number counter block of a slot (whose template is `text` in time
+    /// zone `zone`), for period `want` or later.
+    Order { slot: SlotRef, text: String, zone: String, want: i64, asked: bool },
+    /// Load or extend the reservation of a clock-ordered generator (snowflake or UUIDv7);
+    /// `ts` is the reservation to persist.
+    Snowflake { kind: Kind, job: SnowflakeJob, ts: i64 },
+    /// Check that every loaded slot still serves its catalog row.
+    Verify { slots: Vec<SlotRef> },
+}
+
+/// A slot as the job saw it: a job's result is applied only if the slot still has this
+/// generation, and a reservation only comes from the row with this identity.
+#[derive(Clone)]
+pub(super) struct SlotRef {
+    pub(super) idx: usize,
+    pub(super) gen: u64,
+    pub(super) ident: Ident,
+    pub(super) tag: String,
+}
+
+impl SlotRef {
+    /// The slot's current tag, generation and identity, read consistently (the identity only
+    /// changes together with the generation, under the directory lock).
+    pub(super) fn of(idx: usize, s: &TagSlot) -> Option<SlotRef> {
+        let gen = s.gen().load(Ordering::Acquire);
+        let tag = String::from_utf8_lossy(s.name()).into_owned();
+        let ident = s.ident();
+        (s.state.load(Ordering::Acquire) == shmem::SLOT_ACTIVE && s.gen().load(Ordering::Acquire) == gen)
+            .then_some(SlotRef { idx, gen, ident, tag })
+    }
+
+    /// For a mailbox request about a resolved slot: the slot if it still has the generation
+    /// the caller resolved.
+    pub(super) fn of_request(h: &'static Header, mb: &Mailbox) -> Option<SlotRef> {
+        let idx = mb.slot.load(Ordering::Relaxed) as usize;
+        let s = shmem::all_slots(h).get(idx)?;
+        SlotRef::of(idx, s).filter(|r| r.gen == mb.gen.load(Ordering::Relaxed))
+    }
+}
+
+pub(super) enum Outcome {
+    Reserved(Reserve),
+    /// Snowflake: the persisted high-water ID was read (Load) or written (Extend); `None`:
+    /// the row was locked.
+    Snowflake(Option<i64>),
+    /// Loads: the tag exists, with this configured step, identity and owner.
+    Loaded(catalog::Loaded),
+    Template(TemplateRead),
+    Order(OrderReserve),
+    /// Verify: the slots that no longer serve their row.
+    Stale(Vec<usize>),
+    CatalogMissing,
+    NeedsUpdate(String),
+    Failed(JobError),
+}
+
+pub(super) fn run_job(
+    client: &mut SpiClient<'_>,
+    plans: &catalog::Plans,
+    job: &Job,
+    slots: &'static [TagSlot],
+    policy: &seqgen_core::adaptive::StepPolicy,
+) -> pgrx::spi::Result<Outcome> {
+    let now = shmem::now_ms();
+    Ok(match job {
+        // Loading only reads the tag's step and identity: the first segment (or order-number
+        // block) is reserved when it is first needed, so a call that fails later (e.g. a tag
+        // without a template) has reserved nothing.
+        Job::Load { tag, .. } => match plans.tag_load(client, tag)? {
+            Some(l) if l.gapless => Outcome::Reserved(Reserve::Gapless),
+            Some(l) => Outcome::Loaded(l),
+            None => Outcome::Reserved(Reserve::Missing),
+        },
+        Job::Range { slot, n, .. } => Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |_| *n)?),
+        Job::Template { slot, .. } => Outcome::Template(plans.template_read(client, &slot.tag, slot.ident)?),
+        Job::Order { slot, text, zone, want, .. } => {
+            let s = &slots[slot.idx];
+            let (cur, last) = (s.ord_cur_step.load(Ordering::Relaxed), s.ord_last_ms.load(Ordering::Relaxed));
+            // order blocks of tags and keys alike: from one number up (see `key_step`)
+            let lasted = (last != 0).then(|| Duration::from_millis((now - last).max(0) as u64));
+            let size = move |step| key_step(policy, cur, step, lasted);
+            Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, (text, zone), *want, size)?)
+        }
+        Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. } => {
+            Outcome::Snowflake(Some(plans.reservation_read(client, kind.table())?))
+        }
+        Job::Snowflake { kind, job: SnowflakeJob::Extend, ts } => {
+            let id = kind.layout().id_floor(*ts);
+            Outcome::Snowflake(plans.reservation_write(client, kind.table(), id)?)
+        }
+        Job::Prefetch { slot, .. } => {
+            let s = &slots[slot.idx];
+            let (cur, last) = (s.cur_step.load(Ordering::Relaxed), s.last_alloc_ms.load(Ordering::Relaxed));
+            Outcome::Reserved(plans.reserve_for(
+                client,
+                &slot.tag,
+                slot.ident,
+                sizer(policy, &slot.tag, cur, last, now),
+            )?)
+        }
+        Job::Verify { slots: refs } => {
+            let names: Vec<String> = refs.iter().map(|r| r.tag.clone()).collect();
+            let found: HashMap<String, Ident> = plans.verify(client, names)?.into_iter().collect();
+            // a keyed counter serves its tag's row
+            let serves = |r: &SlotRef| found.get(shmem::split_name(&r.tag).0) == Some(&r.ident);
+            Outcome::Stale(refs.iter().filter(|r| !serves(r)).map(|r| r.idx).collect())
+        }
+    })
+}
+
+/// How many values the next reservation of `name` (a tag, or a tag and a key) takes, given
+/// the tag's configured step: the current size `cur` adapted to how long ago the last one was
+/// made (`last_ms`; 0: never since the slot was loaded).
+fn sizer<'a>(
+    policy: &'a seqgen_core::adaptive::StepPolicy,
+    name: &str,
+    cur: i64,
+    last_ms: i64,
+    now: i64,
+) -> impl FnOnce(i64) -> i64 + 'a {
+    let lasted = Duration::from_millis((now - last_ms).max(0) as u64);
+    let keyed = shmem::split_name(name).1.is_some();
+    move |step| {
+        if keyed {
+            key_step(policy, cur, step, (last_ms != 0).then_some(lasted))
+        } else {
+            policy.next_step(cur, step, Some(lasted))
+        }
+    }
+}
+
+/// The step of a keyed counter's next segment: from 1 up to the adaptive ceiling of its tag
+/// (`seqgen.max_step`, or the tag's step if that is larger), doubled while segments last less
+/// than the policy's `grow_below` and halved when they last more than its `shrink_above`, so
+/// a key that draws a few numbers a day keeps taking one or two at a time and a hot key is
+/// served like a tag. Always adaptive (a fixed step would burn it per key). `lasted`: `None`
+/// for the first segment after the key was loaded (its stored step is kept).
+fn key_step(policy: &seqgen_core::adaptive::StepPolicy, cur: i64, tag_step: i64, lasted: Option<Duration>) -> i64 {
+    let p = seqgen_core::adaptive::StepPolicy { enabled: true, max_step: policy.max_step.max(tag_step), ..*policy };
+    p.next_step(cur, 1, lasted)
+}
