@@ -383,8 +383,10 @@ pub(crate) fn advance(tag: &str, margin: i64) -> Result<i64> {
             )
         };
         let mut raised = 0i64;
-        for (table, col) in [("seqgen.alloc", "max_id"), ("seqgen.key_counter", "max_id")] {
-            let set = up(col);
+        // and where keys start (`start_with`): a key the old primary first drew while the
+        // standby lagged has no row here, and starts above what it may have handed out
+        let alloc = format!("{}, {}", up("max_id"), up("start_with"));
+        for (table, set) in [("seqgen.alloc", alloc), ("seqgen.key_counter", up("max_id"))] {
             raised += Spi::connect_mut(|c| {
                 c.update(
                     &format!("UPDATE {table} SET {set}, update_time = pg_catalog.now() WHERE biz_tag OPERATOR(pg_catalog.=) $1"),

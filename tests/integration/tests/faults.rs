@@ -210,6 +210,70 @@ fn failover_to_a_synchronous_standby_reissues_nothing() {
     all.assert_unique("failover to a synchronous standby under load");
 }
 
+/// The failover runbook after the promotion of an asynchronous standby (issue 31, item 5): the
+/// standby stops receiving while the old primary draws on from a tag, a key it had, and a key
+/// it never drew before; the old primary dies, the standby is promoted, and the runbook's
+/// `seqgen_advance` raises the tag. Nothing the old primary handed out comes again: not the
+/// tag's values, not the old key's, and not the new key's, which the standby has no row of
+/// (it starts above the tag's `start_with`, which the advance raised too).
+#[test]
+fn failover_to_a_lagging_standby_with_the_runbook_reissues_nothing() {
+    let p = Cluster::init("fo_lag_primary", 56513, &["wal_level = replica", "max_wal_senders = 4"]);
+    p.start();
+    p.sql("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('t', 10)");
+    let mut old = p.connect();
+    let draw = |c: &mut postgres::Client, sql: &str| -> Vec<i64> {
+        c.query(sql, &[]).unwrap().iter().map(|r| r.get(0)).collect()
+    };
+    let mut given: std::collections::HashMap<&str, Vec<i64>> = Default::default();
+    let counters = [
+        ("tag", "SELECT seqgen_next('t') FROM generate_series(1, 25)"),
+        ("key k1", "SELECT seqgen_next('t', 'k1') FROM generate_series(1, 25)"),
+        ("key late", "SELECT seqgen_next('t', 'late') FROM generate_series(1, 25)"),
+    ];
+    for (what, sql) in &counters[..2] {
+        given.entry(what).or_default().extend(draw(&mut old, sql));
+    }
+    let s = p.standby("fo_lag_standby", 56514);
+    let lsn: String = old.query_one("SELECT pg_current_wal_lsn()::text", &[]).unwrap().get(0);
+    let mut sc = s.connect();
+    recovery_time(Duration::from_secs(30), || {
+        sc.query_one("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", &[&lsn]).unwrap().get::<_, bool>(0)
+    });
+    drop(sc);
+    // the standby falls behind: what follows never reaches it
+    s.stop("fast");
+    for (what, sql) in &counters {
+        given.entry(what).or_default().extend(draw(&mut old, sql));
+    }
+    drop(old);
+    p.stop("immediate");
+    s.start();
+    let out = as_postgres(&format!("{}/pg_ctl", pg_bin()), &["-D", &s.data(), "-w", "promote"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut new = s.connect();
+    recovery_time(Duration::from_secs(30), || {
+        new.query_one("SELECT NOT pg_is_in_recovery()", &[]).unwrap().get::<_, bool>(0)
+    });
+    // the runbook: every tag and its keys up by a margin larger than the lag could draw
+    new.batch_execute("SELECT seqgen_advance(biz_tag, 1000000) FROM seqgen_status()").unwrap();
+    let mut repeated = vec![];
+    for (what, sql) in &counters {
+        let after = draw(&mut new, sql);
+        let before = &given[what];
+        let seen: HashSet<i64> = before.iter().copied().collect();
+        println!(
+            "{what}: the old primary gave {}..={}, the new one {}..={}",
+            before[0],
+            before[before.len() - 1],
+            after[0],
+            after[after.len() - 1]
+        );
+        repeated.extend(after.iter().filter(|v| seen.contains(v)).map(|v| format!("{what} {v}")));
+    }
+    assert!(repeated.is_empty(), "given again after the failover: {repeated:?}");
+}
+
 /// 20 rounds of 4-session load on all three generators, each ended by an immediate shutdown or
 /// a SIGKILL of the postmaster, then a restart. Every ID a client received is recorded.
 #[test]

@@ -22,7 +22,9 @@
 //! committed restart, whether a fault is active, and how many order numbers a victim tag drew
 //! in its period while a second tenant (`fz_att`) churns keys of its own tag. Judged against
 //! it: `fz_app` is never served a tag it was not granted; every value of a tag drawn after a
-//! committed restart is at or above its floor; a superuser's draw of an existing tag with no
+//! committed restart is at or above its floor, every value of a key after a committed
+//! `seqgen_advance` above its values before plus the margin, and the first value of a key no
+//! one drew before above the margins of the tag's committed advances; a superuser's draw of an existing tag with no
 //! fault active is never refused (42704, 42501, 55000, 0A000: only waits may fail); and the
 //! victim's period is never full (2200H) before an eighth of its capacity was drawn.
 //! Session 2 runs at REPEATABLE READ and `fz_app`'s at SERIALIZABLE. The table numbered at
@@ -136,6 +138,10 @@ enum Draw {
     Batch(usize, i32),
     /// `seqgen_next(tag, key)` on keys `k0` to `k2` in turn, this many rows.
     Keyed(usize, u32),
+    /// `seqgen_next(tag, key)` of a key no one drew before (`n` and the step's number): it
+    /// starts above every margin a committed `seqgen_advance` added to the tag (a key the old
+    /// primary first drew while a standby lagged must not start at 1 on the promoted one).
+    NewKey(usize, usize),
     OrderNo(usize, u32),
     /// `seqgen_order_no(tag, key)` on keys `k0` to `k2` in turn, this many rows.
     OrderKeyed(usize, u32),
@@ -352,6 +358,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
         _ => Shape::PrepareLeave,
     };
     let mut ops = vec![];
+    // the tag of the last seqgen_advance generated
+    let mut advanced: Option<usize> = None;
     for i in 0..steps {
         let s = rng.random_range(0..SESSIONS);
         let t = rng.random_range(0..TAGS.len());
@@ -366,6 +374,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                         [1, 40][rng.random_range(0..2)],
                         [5, 8][rng.random_range(0..2)],
                     ),
+                    // mostly of the tag advanced last (a new key after an advance is the case)
+                    24 if rng.random_bool(0.5) => Draw::NewKey(advanced.unwrap_or(t), i),
                     23..=24 => Draw::Keyed(t, [1, 3, 40][rng.random_range(0..3)]),
                     0..=3 => Draw::Next(t),
                     // per-session blocks: many tags in turn, often, and two (whose blocks grow)
@@ -399,7 +409,10 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     6 => Admin::Restart(t, [1_000_000, i64::MAX][rng.random_range(0..2)], false),
                     7 => Admin::Restart(t, 9_000_000_000_000_000_000, true),
                     8 => Admin::RestartUndo(t),
-                    29 => Admin::AdvanceTag(t, [10, 1_000_000][rng.random_range(0..2)]),
+                    29 => {
+                        advanced = Some(t);
+                        Admin::AdvanceTag(t, [10, 1_000_000][rng.random_range(0..2)])
+                    }
                     9..=13 => {
                         // mostly the family of the first five (same length and date), in UTC
                         let i = if rng.random_bool(0.7) {
@@ -481,6 +494,14 @@ struct Model {
     floor_unknown: HashSet<TagKey>,
     /// Per tag incarnation: the highest value seen drawn (what a committed advance is above).
     drawn_max: HashMap<TagKey, i64>,
+    /// The same per key (0 to 2) of a tag incarnation, and the floor a committed advance set
+    /// for it: above its highest value drawn before plus the margin, or, for a key never drawn,
+    /// above the margin (a key the old primary first drew while a standby lagged starts there).
+    key_drawn_max: HashMap<(TagKey, usize), i64>,
+    key_floors: HashMap<(TagKey, usize), i64>,
+    /// Per tag incarnation: the margins of its committed advances, added up (a new key starts
+    /// above them).
+    key_base: HashMap<TagKey, i64>,
     /// A fault is active (from a fault step to the next heal).
     fault_active: bool,
     /// Order numbers of the victim tag drawn in its current period (reset when the clock moves
@@ -787,7 +808,11 @@ impl Run {
                 None => return Ok(()),
             },
             // keys count on their own: the tag's grant still applies
-            Draw::Keyed(t, _) | Draw::OrderNo(t, _) | Draw::OrderKeyed(t, _) | Draw::Code(t, ..) => (*t, None),
+            Draw::Keyed(t, _)
+            | Draw::NewKey(t, _)
+            | Draw::OrderNo(t, _)
+            | Draw::OrderKeyed(t, _)
+            | Draw::Code(t, ..) => (*t, None),
             _ => return Ok(()),
         };
         let key = self.tag_key(db, t);
@@ -841,6 +866,14 @@ impl Run {
                     let floor = drawn.saturating_add(*m).saturating_add(1);
                     let before = self.model.floors.get(&k).copied().unwrap_or(i64::MIN);
                     self.model.floors.insert(k, before.max(floor));
+                }
+                let base = self.model.key_base.entry(k).or_insert(0);
+                *base = base.saturating_add(*m);
+                for key in 0..3 {
+                    let drawn = self.model.key_drawn_max.get(&(k, key)).copied().unwrap_or(0);
+                    let floor = drawn.saturating_add(*m).saturating_add(1);
+                    let before = self.model.key_floors.get(&(k, key)).copied().unwrap_or(i64::MIN);
+                    self.model.key_floors.insert((k, key), before.max(floor));
                 }
             }
             (Admin::RestartUndo(t), Some(true)) => {
@@ -896,6 +929,7 @@ impl Run {
                 "SELECT (g % 3) || ':' || seqgen_next('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g",
                 TAGS[*t]
             ),
+            Draw::NewKey(t, i) => format!("SELECT seqgen_next('{}', 'n{i}')", TAGS[*t]),
             Draw::OrderNo(t, k) => format!("SELECT seqgen_order_no('{}') FROM generate_series(1, {k})", TAGS[*t]),
             Draw::OrderKeyed(t, n) => {
                 format!("SELECT seqgen_order_no('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g", TAGS[*t])
@@ -964,9 +998,31 @@ impl Run {
                     let (k, id) = parsed.ok_or_else(|| format!("not a key index and a bigint: {v}"))?;
                     let key = self.tag_key(db, *t);
                     self.in_order(s, key, k, id)?;
+                    let m = self.model.key_drawn_max.entry((key, k)).or_insert(id);
+                    *m = (*m).max(id);
+                    if let Some(floor) = self.model.key_floors.get(&(key, k)) {
+                        if id < *floor && !self.model.floor_unknown.contains(&key) {
+                            return Err(format!(
+                                "session {s} drew {id} of tag {} key k{k} below its floor {floor} (a committed advance)",
+                                TAGS[*t]
+                            ));
+                        }
+                    }
                     // each key of a tag incarnation counts on its own
                     let (db, t, inc) = key;
                     self.ids.entry((db, KEYED + t * 3 + k, inc)).or_default().insert(id)
+                }
+                Draw::NewKey(t, _) => {
+                    let id = v.parse::<i64>().map_err(|_| format!("not a bigint: {v}"))?;
+                    let key = self.tag_key(db, *t);
+                    let base = self.model.key_base.get(&key).copied().unwrap_or(0);
+                    if id <= base && !self.model.floor_unknown.contains(&key) {
+                        return Err(format!(
+                            "session {s} drew {id} of a new key of tag {}: not above the margins of its committed advances ({base})",
+                            TAGS[*t]
+                        ));
+                    }
+                    true
                 }
                 // a key's numbers render the key: one ledger of texts per tag incarnation
                 Draw::OrderNo(t, _) | Draw::OrderKeyed(t, _) => {
