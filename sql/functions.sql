@@ -166,6 +166,7 @@ COMMENT ON FUNCTION seqgen.seqgen_reservation_written() IS 'pg_seqgen (internal)
 -- draw from (a member of pg_monitor every tag); the rows come from an internal function in
 -- schema seqgen, executable by everyone for that reason alone.
 ALTER FUNCTION @extschema@.seqgen_tag_rows() SET SCHEMA seqgen;
+GRANT EXECUTE ON FUNCTION seqgen.seqgen_tag_rows() TO PUBLIC;
 COMMENT ON FUNCTION seqgen.seqgen_tag_rows() IS 'pg_seqgen (internal): the rows of the view seqgen_tags';
 CREATE VIEW @extschema@.seqgen_tags AS SELECT * FROM seqgen.seqgen_tag_rows();
 GRANT SELECT ON @extschema@.seqgen_tags TO PUBLIC;

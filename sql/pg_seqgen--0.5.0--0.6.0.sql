@@ -1146,6 +1146,7 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_stats() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.seqgen_stats() TO pg_monitor;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_stats_reset() FROM PUBLIC;
 ALTER FUNCTION @extschema@.seqgen_tag_rows() SET SCHEMA seqgen;
+GRANT EXECUTE ON FUNCTION seqgen.seqgen_tag_rows() TO PUBLIC;
 COMMENT ON FUNCTION seqgen.seqgen_tag_rows() IS 'pg_seqgen (internal): the rows of the view seqgen_tags';
 CREATE VIEW @extschema@.seqgen_tags AS SELECT * FROM seqgen.seqgen_tag_rows();
 GRANT SELECT ON @extschema@.seqgen_tags TO PUBLIC;

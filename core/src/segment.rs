@@ -226,6 +226,11 @@ pub struct SegmentBuffer {
     /// the values they still had (see [`Snapshot::skipped`]).
     retired: AtomicU64,
     skipped: AtomicU64,
+    /// Switches begun and ended (a switch moves the cursor, then adds to `retired` and
+    /// `skipped`): a [`snapshot`](Self::snapshot) taken while one is under way is taken again,
+    /// so that a segment is never counted twice or not at all.
+    switches_begun: AtomicU64,
+    switches_ended: AtomicU64,
 }
 
 impl Default for SegmentBuffer {
@@ -248,6 +253,8 @@ impl SegmentBuffer {
             published: AtomicU64::new(0),
             retired: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
+            switches_begun: AtomicU64::new(0),
+            switches_ended: AtomicU64::new(0),
         }
     }
 
@@ -373,6 +380,14 @@ impl SegmentBuffer {
     /// no next segment yet. Callers switch when the current segment is exhausted (or, for
     /// order numbers, when its period is over).
     pub fn switch_from(&self, epoch: u32) -> bool {
+        self.switches_begun.fetch_add(1, Ordering::AcqRel);
+        let switched = self.switch_counted(epoch);
+        self.switches_ended.fetch_add(1, Ordering::Release);
+        switched
+    }
+
+    /// [`switch_from`](Self::switch_from) between its two counts.
+    fn switch_counted(&self, epoch: u32) -> bool {
         loop {
             let word = self.cursor.load(Ordering::Acquire);
             let (current, offset) = unpack(word);
@@ -431,8 +446,24 @@ impl SegmentBuffer {
         }
     }
 
-    /// Status view (not atomic as a whole; good enough for reporting and rates).
+    /// Status view: not atomic with draws, but never in the middle of a switch (taken again
+    /// while one is under way, a bounded number of times), so that what the segments switched
+    /// away from handed out is counted once: in `total_used` or in the current segment.
     pub fn snapshot(&self) -> Snapshot {
+        for _ in 0..1000 {
+            let ended = self.switches_ended.load(Ordering::Acquire);
+            if self.switches_begun.load(Ordering::Acquire) == ended {
+                let s = self.snapshot_once();
+                if self.switches_begun.load(Ordering::Acquire) == ended {
+                    return s;
+                }
+            }
+            std::hint::spin_loop();
+        }
+        self.snapshot_once()
+    }
+
+    fn snapshot_once(&self) -> Snapshot {
         let (epoch, offset) = self.position();
         let current = self.entries[epoch as usize % RING].read(epoch).filter(|s| s.len > 0);
         let used = current.map_or(0, |s| offset.min(s.len));

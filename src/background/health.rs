@@ -246,14 +246,26 @@ fn seqgen_stats() -> TableIterator<
     };
     let st = &h.stats;
     let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed).min(i64::MAX as u64) as i64;
-    let (live, cached) = shmem::live_sums(h);
-    let taken = st.taken_retired.load(Ordering::Relaxed).saturating_add(live.taken as i64);
-    let skipped = st.skipped_retired.load(Ordering::Relaxed).saturating_add(live.skipped as i64);
+    // the slots' sums and the retired ones' read together: no slot is retired (exclusive) and
+    // no segment published (shared, but counted with its publication) in between
+    let (live, cached, taken_retired, skipped_retired, reserved) = shmem::with_dir_lock(h, false, || {
+        let (live, cached) = shmem::live_sums(h);
+        (
+            live,
+            cached,
+            st.taken_retired.load(Ordering::Relaxed),
+            st.skipped_retired.load(Ordering::Relaxed),
+            n(&st.reserved),
+        )
+    });
+    let big = |v: u64| v.min(i64::MAX as u64) as i64;
+    let taken = taken_retired.saturating_add(big(live.taken));
+    let skipped = skipped_retired.saturating_add(big(live.skipped));
     TableIterator::once((
         taken.max(0),
         n(&st.segments),
-        n(&st.reserved),
-        cached.min(i64::MAX as u64) as i64,
+        reserved,
+        big(cached),
         n(&st.lost_eviction),
         n(&st.lost_change),
         n(&st.lost_session),
@@ -277,6 +289,7 @@ fn seqgen_stats() -> TableIterator<
 fn seqgen_stats_reset() {
     shmem::server().ok_or(SeqgenError::NotPreloaded).or_raise();
     if let Some(h) = shmem::header() {
-        h.stats.reset(shmem::now_ms(), shmem::live_sums(h).0);
+        // no slot retired between the sums and the reset (their totals would be lost)
+        shmem::with_dir_lock(h, false, || h.stats.reset(shmem::now_ms(), shmem::live_sums(h).0));
     }
 }

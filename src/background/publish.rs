@@ -79,7 +79,8 @@ fn live(h: &'static Header, r: &SlotRef) -> Option<&'static TagSlot> {
 fn publish_counted(h: &'static Header, r: &SlotRef, buf: &SegmentBuffer, seg: Segment) {
     shmem::with_dir_lock(h, false, || {
         if live(h, r).is_none() {
-            return;
+            // retired meanwhile: reserved, and a gap
+            return h.stats.unpublished(seg.len);
         }
         match buf.publish(seg) {
             Ok(_) => h.stats.published(seg.len),
@@ -164,7 +165,13 @@ pub(super) fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) 
             answer(m, *seq, c, 0, 0, "")
         }
         (Job::Order { slot, .. }, o) => {
-            let Some(s) = live(h, slot) else { return };
+            let Some(s) = live(h, slot) else {
+                // retired meanwhile: what was reserved is a gap
+                if let Outcome::Order(OrderReserve::Done(b)) = o {
+                    h.stats.unpublished((b.end - b.start + 1) as u64);
+                }
+                return;
+            };
             match o {
                 Outcome::Order(OrderReserve::Done(b)) => {
                     s.ord_locked.store(0, Ordering::Relaxed);
@@ -206,7 +213,13 @@ pub(super) fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) 
         (Job::Snowflake { .. }, Outcome::Snowflake(None) | Outcome::Failed(JobError { locked: true, .. })) => {}
         (Job::Snowflake { kind, .. }, o) => snowflake::report_failure(h, *kind, failure_code(&o)),
         (Job::Prefetch { slot, .. }, o) => {
-            let Some(s) = live(h, slot) else { return }; // retired meanwhile: a gap
+            let Some(s) = live(h, slot) else {
+                // retired meanwhile: what was reserved is a gap
+                if let Outcome::Reserved(Reserve::Done { range, .. }) = o {
+                    h.stats.unpublished(range.len());
+                }
+                return;
+            };
             match o {
                 Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. }) => {
                     s.locked.store(0, Ordering::Relaxed);

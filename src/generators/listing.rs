@@ -45,7 +45,10 @@ struct Live {
 
 /// The tags the caller may see, in name order.
 fn visible() -> Vec<Row> {
-    let h = shmem::header().ok_or(SeqgenError::NotPreloaded).or_raise();
+    shmem::server().ok_or(SeqgenError::NotPreloaded).or_raise();
+    // no area yet (the allocator of this database has not started, as right after a standby's
+    // promotion): the catalog's rows, with nothing in shared memory
+    let h = shmem::header();
     catalog::require_current().or_raise();
     // read as the bootstrap superuser (the catalog's schema is private); each row is shown
     // only to a role that may see it (its owner, a role that may draw from it, pg_monitor),
@@ -93,7 +96,7 @@ fn visible() -> Vec<Row> {
                 return None;
             }
             row.counters = !row.opaque || grants.owned();
-            row.live = directory::lookup(h, row.tag.as_bytes()).map(|r| {
+            row.live = h.and_then(|h| directory::lookup(h, row.tag.as_bytes())).map(|r| {
                 let (s, slot, ord) = (r.slot.seg.snapshot(), r.slot, r.slot.ord.snapshot());
                 let cur = s.current.filter(|c| s.used < c.len);
                 Live {

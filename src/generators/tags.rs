@@ -343,8 +343,9 @@ pub(crate) fn restart(tag: &str, start_with: i64, force: bool) -> Result<()> {
 /// have drawn since (see the failover page). Order-number counters are not raised: one that
 /// restarts every period may be in a period the standby never saw, and one past its template's
 /// capacity would refuse for good; the runbook gives such a tag a template with a new literal
-/// instead, which cannot render an old number. Keys first used while the standby lagged have
-/// no row here to raise (the runbook says so). Opaque and node-interleaved tags too (their
+/// instead, which cannot render an old number. Where new keys start (`start_with`) moves up by
+/// the margin too: a key first used while the standby lagged has no row here to raise, and
+/// starts above the margin instead of at 1. Opaque and node-interleaved tags too (their
 /// counters are raised, not their values); a gapless tag is left as it is, with a NOTICE (its
 /// numbers commit with their rows, so a standby lacks both or neither; a margin would be a gap).
 /// A counter near the end of bigint stops at its end (the next draw is 2200H, never a repeat).

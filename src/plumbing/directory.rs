@@ -17,7 +17,7 @@ use crate::plumbing::guc;
 use crate::plumbing::local::BackendLocal;
 use crate::plumbing::shmem::{self, Header, Mailbox, TagSlot};
 use crate::plumbing::stats::Lost;
-use crate::plumbing::wait::{call_deadline, wait_for, wait_until};
+use crate::plumbing::wait::{call_deadline, wait_for, wait_quietly_until};
 
 /// Result codes the worker writes into a mailbox or a slot's `err_code`.
 pub mod code {
@@ -252,6 +252,9 @@ struct Cache {
     /// different area empties the cache): its `acl_epoch` stamps the privilege answers, its
     /// `retire_epoch` the blocks.
     area: Option<&'static Header>,
+    /// The area's claim (`Header::epoch`) when it was set: after the extension is dropped and
+    /// created again the area serves another claim, whose counters a lost block is not.
+    area_epoch: u64,
     /// Every tag resolved: the index of its entry in `entries`. Cleared when it grows past the
     /// shared slots several times over.
     map: HashTable<u32>,
@@ -277,6 +280,11 @@ impl Cache {
         let at = at as usize;
         let len = names.get(at).copied().unwrap_or(0) as usize;
         names.get(at + 1..at + 1 + len).unwrap_or_default()
+    }
+
+    /// The area, while it still serves the claim it had when the cache was made.
+    fn live_area(&self) -> Option<&'static Header> {
+        self.area.filter(|a| a.epoch.load(Ordering::Acquire) == self.area_epoch)
     }
 
     /// The name of a map entry.
@@ -324,7 +332,8 @@ impl Cache {
         if let Ok(o) = found {
             let (at, _) = o.remove();
             // its block, if any, is a gap
-            self.entries[at as usize].blk.lose(self.area);
+            let area = self.live_area();
+            self.entries[at as usize].blk.lose(area);
             self.entries[at as usize].blk = Block::default();
             let name = Cache::name_of(&self.names, &self.entries[at as usize]).to_vec();
             self.drawn.spill(at as usize, &name);
@@ -357,8 +366,9 @@ impl Cache {
     fn insert(&mut self, tag: &str, e: Entry) -> u32 {
         let cold = Cold { r: e.r, hint: e.hint, last_us: 0 };
         if let Some(at) = self.find_at(tag) {
+            let area = self.live_area();
             let old = &mut self.entries[at];
-            old.blk.lose(self.area);
+            old.blk.lose(area);
             *old = Mapped { name: old.name, blk: Block::default(), acl: e.acl };
             self.colds[at] = cold;
             return at as u32;
@@ -396,7 +406,8 @@ impl Cache {
         for at in 0..self.entries.len() {
             let name = Cache::name_of(&self.names, &self.entries[at]).to_vec();
             self.drawn.spill(at, &name);
-            self.entries[at].blk.lose(self.area);
+            let area = self.live_area();
+            self.entries[at].blk.lose(area);
         }
         self.drawn.cleared();
         self.last = None;
@@ -496,7 +507,7 @@ fn with_mapped<E>(
             return Some(Ok(m.blk.take()));
         }
         // expired, or its slot no longer serves the tag: the rest is a gap
-        m.blk.lose(Some(area));
+        m.blk.lose(Some(area).filter(|a| a.epoch.load(Ordering::Acquire) == c.area_epoch));
     }
     if cold.r.slot.gen().load(Ordering::Acquire) != cold.r.gen {
         return None;
@@ -516,7 +527,7 @@ fn with_mapped<E>(
 pub fn drop_block(tag: &str) {
     let mut c = CACHE.get();
     if let Some(at) = c.find_at(tag) {
-        let area = c.area;
+        let area = c.live_area();
         c.entries[at].blk.lose(area);
     }
 }
@@ -697,6 +708,7 @@ fn check_and_remember(tag: &str, r: Resolved, area: &'static Header) -> Result<(
     if !same_area || c.names.len() >= limit * 32 {
         c.clear();
         c.area = Some(area);
+        c.area_epoch = area.epoch.load(Ordering::Acquire);
     }
     // (a tag checked again keeps its entry)
     if c.find_at(tag).is_none() {
@@ -919,12 +931,18 @@ struct Reply {
 /// for up to `seqgen.allocation_timeout` (the worker itself never waits for row locks).
 fn call_worker_retrying(h: &'static Header, tag: &str, fill: impl Fn(&Mailbox)) -> Result<Reply> {
     let deadline = call_deadline();
+    let mut paused: Option<Instant> = None;
     loop {
         let reply = call_worker(h, tag, &fill)?;
         if reply.code != code::LOCKED || Instant::now() >= deadline {
+            // the tries for a locked row are one wait (a timeout when the row stayed locked)
+            if let Some(since) = paused {
+                h.stats.waited(since.elapsed().as_micros() as u64, reply.code == code::LOCKED);
+            }
             return Ok(reply);
         }
-        wait_until(h, (Instant::now() + Duration::from_millis(10)).min(deadline), || None::<()>);
+        paused.get_or_insert_with(Instant::now);
+        wait_quietly_until(h, (Instant::now() + Duration::from_millis(10)).min(deadline), || None::<()>);
     }
 }
 
@@ -946,8 +964,9 @@ fn count_blocks_at_exit() {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn blocks_lost_on_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
-    let mut c = CACHE.get();
-    let area = c.area;
+    // (not if an error left the cache borrowed: what its blocks held goes uncounted)
+    let Some(mut c) = CACHE.try_get() else { return };
+    let area = c.live_area();
     for m in c.entries.iter_mut() {
         m.blk.lose(area);
     }

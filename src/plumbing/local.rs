@@ -23,4 +23,10 @@ impl<T: Default> BackendLocal<T> {
     pub fn get(&self) -> RefMut<'_, T> {
         RefMut::map(self.0.borrow_mut(), |v| v.get_or_insert_with(T::default))
     }
+
+    /// [`get`](Self::get), or `None` while it is borrowed (for exit callbacks, which may run
+    /// after an error left a borrow behind).
+    pub fn try_get(&self) -> Option<RefMut<'_, T>> {
+        self.0.try_borrow_mut().ok().map(|b| RefMut::map(b, |v| v.get_or_insert_with(T::default)))
+    }
 }

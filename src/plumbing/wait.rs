@@ -46,7 +46,17 @@ pub fn call_deadline() -> Instant {
 /// Poll `ready` until it yields a value or `deadline` passes, sleeping on the shared
 /// condition variable the worker broadcasts after every batch of work. Interrupts (query
 /// cancel, statement timeout, terminate) are honoured while sleeping.
-pub fn wait_until<T>(h: &Header, deadline: Instant, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
+pub fn wait_until<T>(h: &Header, deadline: Instant, ready: impl FnMut() -> Option<T>) -> Option<T> {
+    sleep_until(h, deadline, ready, true)
+}
+
+/// [`wait_until`], not counted in `seqgen_stats()` (a pause between tries, or a wait whose end
+/// is no failure): the caller counts what it waited for, if anything.
+pub fn wait_quietly_until<T>(h: &Header, deadline: Instant, ready: impl FnMut() -> Option<T>) -> Option<T> {
+    sleep_until(h, deadline, ready, false)
+}
+
+fn sleep_until<T>(h: &Header, deadline: Instant, mut ready: impl FnMut() -> Option<T>, counted: bool) -> Option<T> {
     if let Some(v) = ready() {
         return Some(v);
     }
@@ -69,7 +79,7 @@ pub fn wait_until<T>(h: &Header, deadline: Instant, mut ready: impl FnMut() -> O
     // also cancels the sleep.
     unsafe { pg_sys::ConditionVariableCancelSleep() };
     // (a call whose deadline had passed before this wait gave up without sleeping)
-    if slept.is_some() || result.is_none() {
+    if counted && (slept.is_some() || result.is_none()) {
         h.stats.waited(slept.map_or(0, |t| t.elapsed().as_micros() as u64), result.is_none());
     }
     result

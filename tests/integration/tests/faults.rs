@@ -255,8 +255,16 @@ fn failover_to_a_lagging_standby_with_the_runbook_reissues_nothing() {
     recovery_time(Duration::from_secs(30), || {
         new.query_one("SELECT NOT pg_is_in_recovery()", &[]).unwrap().get::<_, bool>(0)
     });
-    // the runbook: every tag and its keys up by a margin larger than the lag could draw
-    new.batch_execute("SELECT seqgen_advance(biz_tag, 1000000) FROM seqgen_status()").unwrap();
+    // the runbook: every tag and its keys up by a margin larger than the lag could draw (as
+    // soon as the promoted server answers: the allocator need not have started)
+    let mut ran = Err(String::new());
+    recovery_time(Duration::from_secs(30), || {
+        ran = new
+            .batch_execute("SELECT seqgen_advance(biz_tag, 1000000) FROM seqgen_status()")
+            .map_err(|e| e.to_string());
+        ran.is_ok()
+    });
+    ran.expect("the runbook's seqgen_advance");
     let mut repeated = vec![];
     for (what, sql) in &counters {
         let after = draw(&mut new, sql);
