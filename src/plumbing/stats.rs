@@ -35,9 +35,9 @@ pub struct SlotSums {
 pub struct Stats {
     /// When the counters were last set to zero (ms since the Unix epoch).
     pub reset_ms: AtomicI64,
-    /// Values handed out by slots that no longer serve their tag (plus `taken_offset`'s
-    /// correction at a reset: the live slots' totals then, subtracted), and values a batch
-    /// reserved for itself alone.
+    /// Values handed out by slots that no longer serve their tag, and values a batch reserved
+    /// for itself alone; a reset stores the live slots' totals then, negated, so that the sum
+    /// with the live slots' totals starts at zero.
     pub taken_retired: AtomicI64,
     /// Order numbers of blocks whose period ended before they were drawn, by slots that no
     /// longer serve their tag (with the same correction at a reset).
@@ -49,9 +49,9 @@ pub struct Stats {
     pub lost_change: AtomicU64,
     pub lost_session: AtomicU64,
     pub evictions: AtomicU64,
-    /// Calls that slept waiting for the allocator (a first load, a segment not ready yet, a
-    /// free mailbox, an order block), how long in all and the longest (microseconds), and those
-    /// that gave up at `seqgen.allocation_timeout`.
+    /// Times a call slept waiting for the allocator (a first load, a segment not ready yet, a
+    /// free mailbox, an order block, a catalog row locked), how long in all and the longest
+    /// (microseconds), and the waits that gave up at `seqgen.allocation_timeout`.
     pub waits: AtomicU64,
     pub wait_us: AtomicU64,
     pub longest_wait_us: AtomicU64,
@@ -121,7 +121,8 @@ impl Stats {
         self.reserved.fetch_add(len, Ordering::Relaxed);
     }
 
-    /// A segment or block reserved but not published (one was already waiting): a gap.
+    /// A segment or block reserved but not published (one was already waiting, or its slot
+    /// was retired meanwhile): a gap.
     pub fn unpublished(&self, len: u64) {
         self.reserved.fetch_add(len, Ordering::Relaxed);
         self.lose(Lost::Change, len);
