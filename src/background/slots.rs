@@ -118,8 +118,7 @@ fn least_recently_used(h: &'static Header, now: i64, owner: u32) -> usize {
         .min_by_key(|&i| {
             let s = &slots[i];
             let other_owner = s.owner.load(Ordering::Relaxed) != owner;
-            let ord = s.ord.snapshot();
-            let live_block = ord.next.is_some() || ord.current.is_some_and(|c| ord.used < c.len);
+            let live_block = shmem::undrawn(&s.ord.snapshot()) > 0;
             // a slot loaded (or used) within the last second is kept as well: two loaders of one
             // owner must not evict each other's new slots before their first draw
             let active = s.active_ms.load(Ordering::Relaxed).min(now);
