@@ -3,7 +3,7 @@
 # benchmark) from this repository's history, for one PostgreSQL major (the first argument,
 # default PG_MAJOR), into $PG_TREES/old/<version>-pg<major>/ (a `cargo pgrx package` tree: the
 # installation's pkglibdir/pg_seqgen.so and sharedir/extension/ below that root). The second
-# argument is the version: 0.1.0 (default), 0.2.0, 0.3.0, 0.4.0 or 0.5.0.
+# argument is the version: 0.1.0 (default), 0.2.0, 0.3.0, 0.4.0, 0.5.0 or 0.6.0.
 # Cached outside the clone, with the PostgreSQL trees (a released version never changes): a
 # second run, also from another clone, only prints the path.
 #
@@ -23,6 +23,7 @@ case "$OLD_VERSION" in
     0.3.0) OLD_COMMIT=44a366ade532c4f6333c201352e4bd4f13ec9f55 ;;  # the 0.3.0 release
     0.4.0) OLD_COMMIT=9b29cc5e9d2930d83babd2d6cb022d35164a9991 ;;  # the 0.4.0 release
     0.5.0) OLD_COMMIT=41fc6925a58537c81a5e4ba513a664f0373c0bab ;;  # the 0.5.0 release
+    0.6.0) OLD_COMMIT=12f3c892f17dddcbe99caa60897b9aa51bbf56cd ;;  # the 0.6.0 release
     *) echo "unknown pg_seqgen version $OLD_VERSION" >&2; exit 1 ;;
 esac
 OLD="$PG_TREES/old"

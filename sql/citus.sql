@@ -31,9 +31,10 @@ CREATE TRIGGER template_definitions
     AFTER INSERT OR DELETE OR UPDATE ON seqgen.template
     FOR EACH STATEMENT EXECUTE FUNCTION seqgen.definitions_changed();
 
--- On a Citus coordinator: every node's identity and its copy of the definitions.
+-- On a Citus coordinator: every node's identity and its copy of the definitions (citus_nodeid:
+-- Citus's nodeid of pg_dist_node; node_id: the node id pg_seqgen numbers with).
 CREATE FUNCTION @extschema@.seqgen_cluster_nodes(
-    OUT nodeid pg_catalog.int4, OUT reachable pg_catalog.bool, OUT node_id pg_catalog.int4,
+    OUT citus_nodeid pg_catalog.int4, OUT reachable pg_catalog.bool, OUT node_id pg_catalog.int4,
     OUT source pg_catalog.text, OUT definitions_read pg_catalog.timestamptz,
     OUT definitions_changed pg_catalog.timestamptz, OUT detail pg_catalog.text)
 RETURNS SETOF record
@@ -51,7 +52,7 @@ BEGIN
     FOR r IN EXECUTE 'SELECT nodeid, success, result FROM pg_catalog.run_command_on_all_nodes($1)'
         USING pg_catalog.format('SELECT pg_catalog.row_to_json(n) FROM %I.seqgen_node() n', '@extschema@')
     LOOP
-        nodeid := r.nodeid;
+        citus_nodeid := r.nodeid;
         reachable := r.success;
         IF r.success THEN
             j := r.result::pg_catalog.jsonb;
@@ -163,7 +164,7 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) FROM 
 
 -- On a Citus coordinator: every node's refused changes.
 CREATE FUNCTION @extschema@.seqgen_cluster_refused(
-    OUT nodeid pg_catalog.int4, OUT biz_tag pg_catalog.text, OUT field pg_catalog.text,
+    OUT citus_nodeid pg_catalog.int4, OUT biz_tag pg_catalog.text, OUT field pg_catalog.text,
     OUT problem pg_catalog.text, OUT since pg_catalog.timestamptz)
 RETURNS SETOF record
 LANGUAGE plpgsql

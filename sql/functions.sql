@@ -1,6 +1,6 @@
 -- Nothing that draws IDs or changes the catalog is callable by PUBLIC: grant what each role
 -- needs, e.g. for an application role that only draws IDs:
---   GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer) TO app;
+--   GRANT EXECUTE ON FUNCTION seqgen_next, seqgen_next_batch(text, integer) TO app;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_create(pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_drop(pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_next(pg_catalog.text) FROM PUBLIC;
@@ -47,7 +47,6 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_node() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_create_gapless(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_next(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_order_no(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_assign() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_column_tag(pg_catalog.regclass, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_next_code(pg_catalog.text, pg_catalog.int4) FROM PUBLIC;
@@ -72,11 +71,6 @@ REVOKE ALL ON FUNCTION @extschema@.seqgen_stats_reset() FROM PUBLIC;
 -- <comments>
 -- Generated from the headings of docs/reference/*.md by tests/integration/tests/docs.rs
 -- (SEQGEN_BLESS=1 writes it): edit the pages, not these lines.
-COMMENT ON FUNCTION @extschema@.seqgen_adopt_default(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_adopt): set a column''s DEFAULT';
-COMMENT ON FUNCTION @extschema@.seqgen_adopt_floor(pg_catalog.regclass, pg_catalog.name, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_adopt): the highest value of a column';
-COMMENT ON FUNCTION @extschema@.seqgen_cluster_definitions(pg_catalog.text) IS 'pg_seqgen (internal, on a Citus coordinator): the tag definitions the workers copy, when newer than known';
-COMMENT ON FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) IS 'pg_seqgen (internal, on a Citus coordinator): the node id of a Citus group, assigned once and never reused';
-COMMENT ON FUNCTION @extschema@.seqgen_gapless_assign() IS 'pg_seqgen (internal): trigger that numbers a table attached with seqgen_gapless_attach';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt(pg_catalog.text, pg_catalog.regclass, pg_catalog.name, pg_catalog.int4) IS 'Move a bigint column (serial, identity or plain) to a new tag that starts above its values; its DEFAULT becomes seqgen_next';
 COMMENT ON FUNCTION @extschema@.seqgen_adopt_snowflake(pg_catalog.regclass, pg_catalog.name) IS 'Move a bigint column to snowflake IDs above its values; its DEFAULT becomes seqgen_snowflake()';
 COMMENT ON FUNCTION @extschema@.seqgen_advance(pg_catalog.text, pg_catalog.int8) IS 'Raise a tag''s counter and each of its keys'' by margin when the transaction commits: the failover runbook''s call';
@@ -108,16 +102,13 @@ COMMENT ON FUNCTION @extschema@.seqgen_grant(pg_catalog.text, pg_catalog.text) I
 COMMENT ON FUNCTION @extschema@.seqgen_key_status(pg_catalog.text, pg_catalog.text) IS 'The keys of a tag (or one key): reserved maximum, step, next value';
 COMMENT ON FUNCTION @extschema@.seqgen_lastval() IS 'The value seqgen_next last returned to this session, of any tag or key (like lastval)';
 COMMENT ON FUNCTION @extschema@.seqgen_make_opaque(pg_catalog.text) IS 'Make a tag''s IDs opaque for good: unique, but revealing neither order nor volume';
-COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text) IS 'Next ID of a tag (a column DEFAULT): never repeated, no lock and no table access in steady state';
-COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) IS 'Next ID of a tag''s counter for one key (a tenant, a project), counted from the tag''s start';
+COMMENT ON FUNCTION @extschema@.seqgen_next(pg_catalog.text, pg_catalog.text) IS 'Next ID of a tag (a column DEFAULT), or of its counter for a key: never repeated, no lock and no table access in steady state';
 COMMENT ON FUNCTION @extschema@.seqgen_next_batch(pg_catalog.text, pg_catalog.int4) IS 'The next n IDs of a tag, ascending';
 COMMENT ON FUNCTION @extschema@.seqgen_next_code(pg_catalog.text, pg_catalog.int4) IS 'Next short code of an opaque tag: length characters (8 by default) with a check character, revealing neither order nor volume; never repeated';
 COMMENT ON FUNCTION @extschema@.seqgen_node() IS 'This server''s node id, where it comes from (seqgen.node_id or Citus), its Citus group';
-COMMENT ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text) IS 'Next order number of a tag: its template rendered with the counter of the current period; never reissued';
-COMMENT ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text) IS 'Next order number of a tag for one key (a template with {key}); never reissued';
+COMMENT ON FUNCTION @extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text) IS 'Next order number of a tag: its template rendered with the counter of the current period (the key''s own for a template with {key}); never reissued';
 COMMENT ON FUNCTION @extschema@.seqgen_publish(pg_catalog.name) IS 'Add pg_seqgen''s tables to a publication; returns them';
-COMMENT ON FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text) IS 'Render an order-number template for a counter value and a time, without drawing';
-COMMENT ON FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text, pg_catalog.text) IS 'Render an order-number template for a counter value and a time, with a tag''s opaque key, without drawing';
+COMMENT ON FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text, pg_catalog.text) IS 'Render an order-number template for a counter value and a time (and a tag, for {tag} and opaque counters), without drawing';
 COMMENT ON FUNCTION @extschema@.seqgen_replication_tables() IS 'The pg_seqgen tables a logical-replication publication must carry for a switchover';
 COMMENT ON FUNCTION @extschema@.seqgen_restart(pg_catalog.text, pg_catalog.int8, pg_catalog.bool) IS 'Move a tag''s numbering up to start_with when the transaction commits (never down); force takes a start_with so far above the tag''s values that it is otherwise refused as a likely typo';
 COMMENT ON FUNCTION @extschema@.seqgen_restart_undo(pg_catalog.text) IS 'Take back a tag''s last restart while nothing above it was reserved; returns the next value';
@@ -161,6 +152,29 @@ COMMENT ON FUNCTION seqgen.seqgen_alloc_deleted() IS 'pg_seqgen (internal): trig
 COMMENT ON FUNCTION seqgen.seqgen_alloc_acl_changed() IS 'pg_seqgen (internal): trigger on seqgen.alloc, a grant or revoke reaches shared memory';
 COMMENT ON FUNCTION seqgen.seqgen_template_changed() IS 'pg_seqgen (internal): trigger on seqgen.template, a template change reaches shared memory';
 COMMENT ON FUNCTION seqgen.seqgen_reservation_written() IS 'pg_seqgen (internal): trigger on a generator''s reservation row';
+
+-- 1.0 made the key of seqgen_next and seqgen_order_no, and the tag of seqgen_render, parameters
+-- with a DEFAULT (one function each: GRANT EXECUTE ON FUNCTION seqgen_next names it). 0.x's
+-- forms without them stay, in schema seqgen: the column DEFAULTs and views made before 1.0
+-- store them by OID (the update moves them there), and a dump of such a database names them
+-- seqgen.seqgen_next(...), which a fresh install must restore.
+ALTER FUNCTION @extschema@.seqgen_next(pg_catalog.text) SET SCHEMA seqgen;
+ALTER FUNCTION @extschema@.seqgen_order_no(pg_catalog.text) SET SCHEMA seqgen;
+ALTER FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text) SET SCHEMA seqgen;
+COMMENT ON FUNCTION seqgen.seqgen_next(pg_catalog.text) IS 'pg_seqgen 0.x''s seqgen_next(biz_tag), kept for the DEFAULTs and views made before 1.0: the same draw as seqgen_next(biz_tag)';
+COMMENT ON FUNCTION seqgen.seqgen_order_no(pg_catalog.text) IS 'pg_seqgen 0.x''s seqgen_order_no(biz_tag), kept for the DEFAULTs and views made before 1.0: the same draw as seqgen_order_no(biz_tag)';
+COMMENT ON FUNCTION seqgen.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text) IS 'pg_seqgen 0.x''s seqgen_render without a tag, kept for the views made before 1.0';
+-- What Citus workers call on their coordinator lives in schema seqgen too, out of the user's
+-- schema (they call it by its schema-qualified name, and the extension's schema when the
+-- coordinator is not updated yet).
+ALTER FUNCTION @extschema@.seqgen_cluster_definitions(pg_catalog.text) SET SCHEMA seqgen;
+ALTER FUNCTION @extschema@.seqgen_cluster_node_id(pg_catalog.int8) SET SCHEMA seqgen;
+COMMENT ON FUNCTION seqgen.seqgen_adopt_column(pg_catalog.text, pg_catalog.text, pg_catalog.regclass, pg_catalog.name, pg_catalog.int4) IS 'pg_seqgen (internal, for seqgen_adopt and seqgen_adopt_snowflake): move a column to a tag or to snowflakes';
+COMMENT ON FUNCTION seqgen.seqgen_cluster_definitions(pg_catalog.text) IS 'pg_seqgen (internal, on a Citus coordinator): the tag definitions the workers copy, when newer than known';
+COMMENT ON FUNCTION seqgen.seqgen_gapless_assign() IS 'pg_seqgen (internal): trigger that numbers a table attached with seqgen_gapless_attach';
+COMMENT ON FUNCTION seqgen.gapless_attach_targets(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_gapless_attach): check a call, and give the table and its inheritance children to number';
+COMMENT ON FUNCTION seqgen.seqgen_gapless_create_trigger(pg_catalog.oid, pg_catalog.text, pg_catalog.text, pg_catalog.text) IS 'pg_seqgen (internal, for seqgen_gapless_attach): the commit-time trigger on one table, for a role with TRIGGER on it';
+COMMENT ON FUNCTION seqgen.seqgen_cluster_node_id(pg_catalog.int8) IS 'pg_seqgen (internal, on a Citus coordinator): the node id of a Citus group, assigned once and never reused';
 
 -- The tags, like pg_sequences: readable by everyone, each role seeing the tags it owns or may
 -- draw from (a member of pg_monitor every tag); the rows come from an internal function in

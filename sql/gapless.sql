@@ -75,10 +75,16 @@ ALTER TABLE seqgen.alloc ENABLE ALWAYS TRIGGER alloc_gapless_guard;
 -- updated) with it NULL gets the tag's next number for the row's key_column (NULL: one
 -- sequence) when the transaction commits (or prepares). A deferred constraint trigger, so the
 -- key's counter is locked only while the transaction commits.
-CREATE FUNCTION @extschema@.seqgen_gapless_attach(
-    "table" pg_catalog.regclass, number_column pg_catalog.text, biz_tag pg_catalog.text,
-    key_column pg_catalog.text DEFAULT NULL)
-RETURNS void
+--
+-- seqgen_gapless_attach is a BEGIN ATOMIC body that reaches two internal functions in schema
+-- seqgen by OID, so its callers need no use of that schema and no grant on anything internal:
+-- seqgen.gapless_attach_targets checks the call with the caller's rights and gives the table
+-- and the inheritance children below it; seqgen.seqgen_gapless_create_trigger (src/generators/
+-- gapless.rs) puts the commit-time trigger, whose function seqgen.seqgen_gapless_assign no
+-- caller may name, on each, once it has checked that the caller may create triggers there.
+CREATE FUNCTION seqgen.gapless_attach_targets(
+    tbl pg_catalog.regclass, number_column pg_catalog.text, biz_tag pg_catalog.text, key_column pg_catalog.text)
+RETURNS SETOF pg_catalog.regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 SET quote_all_identifiers = off
@@ -87,31 +93,35 @@ DECLARE
     key_type pg_catalog.text;
     base_type pg_catalog.text;
     is_enum pg_catalog.bool;
-    child pg_catalog.regclass;
-    child_kind pg_catalog.char;
+    child record;
     key_collation pg_catalog.text;
 BEGIN
-    IF number_column IS NULL OR biz_tag IS NULL OR "table" IS NULL THEN
-        RAISE EXCEPTION 'table, number_column and biz_tag must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    IF NOT pg_catalog.has_function_privilege(
+            '@extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text)', 'EXECUTE') THEN
+        RAISE EXCEPTION 'permission denied for function seqgen_gapless_attach' USING ERRCODE = 'insufficient_privilege';
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) "table"
+    IF tbl IS NULL OR number_column IS NULL OR biz_tag IS NULL THEN
+        RAISE EXCEPTION '% must not be NULL', CASE WHEN tbl IS NULL THEN 'tbl' WHEN number_column IS NULL THEN 'number_column' ELSE 'biz_tag' END
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) tbl
                    AND attname OPERATOR(pg_catalog.=) number_column AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped) THEN
-        RAISE EXCEPTION 'column "%" of % does not exist', number_column, "table" USING ERRCODE = 'undefined_column';
+        RAISE EXCEPTION 'column "%" of % does not exist', number_column, tbl USING ERRCODE = 'undefined_column';
     END IF;
     IF key_column IS NOT NULL AND NOT EXISTS (
-        SELECT FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) "table"
+        SELECT FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) tbl
         AND attname OPERATOR(pg_catalog.=) key_column AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped) THEN
-        RAISE EXCEPTION 'column "%" of % does not exist', key_column, "table" USING ERRCODE = 'undefined_column';
+        RAISE EXCEPTION 'column "%" of % does not exist', key_column, tbl USING ERRCODE = 'undefined_column';
     END IF;
     -- the key's text must be the same whatever the committing session's settings: the base
     -- types of src/generators/gapless.rs KEY_TYPES (checked again at every commit) and enums
     IF key_column IS NOT NULL THEN
         SELECT pg_catalog.format_type(a.atttypid, NULL) INTO key_type FROM pg_catalog.pg_attribute a
-         WHERE a.attrelid OPERATOR(pg_catalog.=) "table" AND a.attname OPERATOR(pg_catalog.=) key_column;
+         WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attname OPERATOR(pg_catalog.=) key_column;
         WITH RECURSIVE ty(oid, base, typtype) AS (
             SELECT t.oid, t.typbasetype, t.typtype FROM pg_catalog.pg_type t
               JOIN pg_catalog.pg_attribute a ON a.atttypid OPERATOR(pg_catalog.=) t.oid
-             WHERE a.attrelid OPERATOR(pg_catalog.=) "table" AND a.attname OPERATOR(pg_catalog.=) key_column
+             WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attname OPERATOR(pg_catalog.=) key_column
             UNION ALL
             SELECT t.oid, t.typbasetype, t.typtype FROM pg_catalog.pg_type t JOIN ty ON t.oid OPERATOR(pg_catalog.=) ty.base
              WHERE ty.base OPERATOR(pg_catalog.<>) 0)
@@ -121,7 +131,7 @@ BEGIN
                 '"char"', 'smallint', 'integer', 'bigint', 'boolean', 'uuid', 'date',
                 'timestamp without time zone', 'timestamp with time zone', 'time without time zone',
                 'bytea', 'inet', 'cidr']) THEN
-            RAISE EXCEPTION 'gapless key column "%" of table % has type %, whose text depends on session settings', key_column, "table", key_type
+            RAISE EXCEPTION 'gapless key column "%" of table % has type %, whose text depends on session settings', key_column, tbl, key_type
                 USING ERRCODE = 'feature_not_supported',
                       DETAIL = 'Two sessions with other settings (search_path, quote_all_identifiers, lc_monetary, ...) would count one key as two, and repeat its numbers.',
                       HINT = 'Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).';
@@ -132,43 +142,63 @@ BEGIN
           FROM pg_catalog.pg_attribute a
           JOIN pg_catalog.pg_collation co ON co.oid OPERATOR(pg_catalog.=) a.attcollation
           JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) co.collnamespace
-         WHERE a.attrelid OPERATOR(pg_catalog.=) "table" AND a.attname OPERATOR(pg_catalog.=) key_column
+         WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attname OPERATOR(pg_catalog.=) key_column
            AND NOT co.collisdeterministic;
         IF key_collation IS NOT NULL THEN
-            RAISE EXCEPTION 'gapless key column "%" of table % has the nondeterministic collation %', key_column, "table", key_collation
+            RAISE EXCEPTION 'gapless key column "%" of table % has the nondeterministic collation %', key_column, tbl, key_collation
                 USING ERRCODE = 'feature_not_supported',
                       DETAIL = 'Values the collation counts as equal (ACME and acme, under a case-insensitive one) have different texts: one key would be counted as several, and its numbers repeated.',
                       HINT = 'Key on a column with a deterministic collation (COLLATE "C"), or on a generated column such as lower(key).';
         END IF;
     END IF;
-    EXECUTE pg_catalog.format(
-        'CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s DEFERRABLE INITIALLY DEFERRED '
-        'FOR EACH ROW WHEN (NEW.%I IS NULL) EXECUTE FUNCTION %I.seqgen_gapless_assign(%L, %L, %L)',
-        'seqgen_gapless_' OPERATOR(pg_catalog.||) number_column, "table", number_column,
-        '@extschema@', biz_tag, number_column, COALESCE(key_column, ''));
+    RETURN NEXT tbl;
     -- rows inserted into an inheritance child do not fire their parent's triggers: attach the
-    -- table's children too (partitions get the trigger from their partitioned table; a foreign
-    -- table takes no constraint trigger, so one is refused); children made later are attached
-    -- by the event trigger seqgen_gapless_inherit
-    FOR child, child_kind IN SELECT i.inhrelid::pg_catalog.regclass, c.relkind FROM pg_catalog.pg_inherits i
-                   JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
-                  WHERE i.inhparent OPERATOR(pg_catalog.=) "table" AND NOT c.relispartition
+    -- table's children too, and theirs (partitions get the trigger from their partitioned
+    -- table; a foreign table takes no constraint trigger, so one is refused); a child that has
+    -- the trigger already keeps it, with the tables below it. Children made later are attached
+    -- by the event trigger seqgen_gapless_inherit. (The trigger's name as PostgreSQL stores
+    -- it, cut to 63 bytes; one reached through two parents is attached once.)
+    FOR child IN
+        WITH RECURSIVE below(oid, parent) AS (
+            SELECT i.inhrelid, i.inhparent FROM pg_catalog.pg_inherits i
+             WHERE i.inhparent OPERATOR(pg_catalog.=) tbl
+            UNION
+            SELECT i.inhrelid, i.inhparent FROM pg_catalog.pg_inherits i JOIN below b ON i.inhparent OPERATOR(pg_catalog.=) b.oid
+             WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) b.oid
+                               AND t.tgname OPERATOR(pg_catalog.=) ('seqgen_gapless_' OPERATOR(pg_catalog.||) number_column)::pg_catalog.name))
+        SELECT DISTINCT ON (b.oid) b.oid::pg_catalog.regclass AS rel, b.parent::pg_catalog.regclass AS parent, c.relkind
+          FROM below b JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) b.oid
+         WHERE NOT c.relispartition
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) b.oid
+                           AND t.tgname OPERATOR(pg_catalog.=) ('seqgen_gapless_' OPERATOR(pg_catalog.||) number_column)::pg_catalog.name)
+         ORDER BY b.oid
     LOOP
-        IF child_kind OPERATOR(pg_catalog.=) 'f' THEN
-            RAISE EXCEPTION 'foreign table % inherits from table %, whose rows are numbered at commit', child, "table"
+        IF child.relkind OPERATOR(pg_catalog.=) 'f' THEN
+            RAISE EXCEPTION 'foreign table % inherits from table %, whose rows are numbered at commit', child.rel, child.parent
                 USING ERRCODE = 'feature_not_supported',
                       DETAIL = 'A foreign table takes no constraint trigger: its rows would be committed without a number.',
                       HINT = 'Detach it (ALTER FOREIGN TABLE ... NO INHERIT), and number its rows where they are stored.';
         END IF;
-        -- read again for each child: one reached through two parents is attached once (the
-        -- trigger's name as PostgreSQL stores it, cut to 63 bytes)
-        IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) child
-                       AND t.tgname OPERATOR(pg_catalog.=) ('seqgen_gapless_' OPERATOR(pg_catalog.||) number_column)::pg_catalog.name) THEN
-            PERFORM @extschema@.seqgen_gapless_attach(child, number_column, biz_tag, key_column);
-        END IF;
+        RETURN NEXT child.rel;
     END LOOP;
 END;
 $$;
+-- unreachable by name (no role but the owner may use schema seqgen), and checks its caller
+GRANT EXECUTE ON FUNCTION seqgen.gapless_attach_targets(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) TO PUBLIC;
+ALTER FUNCTION @extschema@.seqgen_gapless_create_trigger(pg_catalog.oid, pg_catalog.text, pg_catalog.text, pg_catalog.text) SET SCHEMA seqgen;
+GRANT EXECUTE ON FUNCTION seqgen.seqgen_gapless_create_trigger(pg_catalog.oid, pg_catalog.text, pg_catalog.text, pg_catalog.text) TO PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_assign() FROM PUBLIC;
+ALTER FUNCTION @extschema@.seqgen_gapless_assign() SET SCHEMA seqgen;
+
+CREATE FUNCTION @extschema@.seqgen_gapless_attach(
+    tbl pg_catalog.regclass, number_column pg_catalog.text, biz_tag pg_catalog.text,
+    key_column pg_catalog.text DEFAULT NULL)
+RETURNS void
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT seqgen.seqgen_gapless_create_trigger(t, number_column, biz_tag, key_column)
+      FROM seqgen.gapless_attach_targets(tbl, number_column, biz_tag, key_column) AS t;
+END;
 
 -- A table made an inheritance child of an attached table (CREATE TABLE ... INHERITS, ALTER
 -- TABLE ... INHERIT) is attached the same way, so that its rows are numbered too. Only the
@@ -200,7 +230,7 @@ BEGIN
           JOIN pg_catalog.pg_trigger t ON t.tgrelid OPERATOR(pg_catalog.=) i.inhparent
          WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
            AND NOT c.relispartition
-           AND t.tgfoid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('@extschema@.seqgen_gapless_assign()')
+           AND t.tgfoid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('seqgen.seqgen_gapless_assign()')
            AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger o WHERE o.tgrelid OPERATOR(pg_catalog.=) i.inhrelid
                            AND o.tgname OPERATOR(pg_catalog.=) t.tgname)
          ORDER BY i.inhrelid, t.tgname

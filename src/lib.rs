@@ -38,7 +38,12 @@ extension_sql_file!(
         [generators::tags::seqgen_create, generators::segment::seqgen_next, generators::snowflake::seqgen_snowflake]
 );
 extension_sql_file!("../sql/replication.sql", name = "replication", requires = ["catalog"]);
-extension_sql_file!("../sql/gapless.sql", name = "gapless", requires = ["catalog"]);
+extension_sql_file!(
+    "../sql/gapless.sql",
+    name = "gapless",
+    requires =
+        ["catalog", generators::gapless::seqgen_gapless_assign, generators::gapless::seqgen_gapless_create_trigger]
+);
 extension_sql_file!("../sql/keys.sql", name = "keys", requires = ["catalog"]);
 extension_sql_file!("../sql/citus.sql", name = "citus", requires = ["catalog", background::health::seqgen_node]);
 // last: who may call each function, and what each is (its COMMENT)

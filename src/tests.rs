@@ -620,7 +620,7 @@ mod tests {
         autonomous("SELECT seqgen_create('t_priv', 10)");
         autonomous(
             "DO $$ BEGIN CREATE ROLE seqgen_app_test NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
-             GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer) TO seqgen_app_test",
+             GRANT EXECUTE ON FUNCTION seqgen_next, seqgen_next_batch(text, integer) TO seqgen_app_test",
         );
         Spi::run("SET LOCAL ROLE seqgen_app_test").unwrap();
         // EXECUTE alone does not open the tag; an unknown tag is unknown whoever asks
@@ -823,9 +823,30 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.code().map(|c| c.code()), Some("25001"), "{e:?}");
         // not the owner: refused even with EXECUTE granted
-        Spi::run("CREATE ROLE seqgen_adopt_test NOLOGIN; GRANT EXECUTE ON FUNCTION seqgen_adopt(text, regclass, name, integer), seqgen_adopt_floor(regclass, name, text) TO seqgen_adopt_test").unwrap();
+        Spi::run("CREATE ROLE seqgen_adopt_test NOLOGIN; GRANT EXECUTE ON FUNCTION seqgen_adopt, seqgen_create TO seqgen_adopt_test").unwrap();
         Spi::run("SET LOCAL ROLE seqgen_adopt_test").unwrap();
         assert_eq!(sqlstate("SELECT seqgen_adopt('x2', 'ad_child', 'id')"), Some(ERRCODE_INSUFFICIENT_PRIVILEGE));
+        Spi::run("RESET ROLE").unwrap();
+        // the owner, granted seqgen_adopt (and seqgen_create: adopting creates a tag) and
+        // nothing internal, adopts (issue 31, item 7: 0.x also needed seqgen_adopt_floor)
+        Spi::run(
+            "CREATE TABLE ad_owned (id bigserial PRIMARY KEY); INSERT INTO ad_owned DEFAULT VALUES;
+             ALTER TABLE ad_owned OWNER TO seqgen_adopt_test; SET LOCAL ROLE seqgen_adopt_test",
+        )
+        .unwrap();
+        assert_eq!(Spi::get_one::<i64>("SELECT seqgen_adopt('x7', 'ad_owned', 'id')"), Ok(Some(2)));
+        // and nobody reaches the internal function by name
+        assert_eq!(
+            sqlstate("SELECT seqgen.seqgen_adopt_column('segment', 'x8', 'ad_owned', 'id', 10)"),
+            Some(ERRCODE_INSUFFICIENT_PRIVILEGE)
+        );
+        Spi::run("RESET ROLE").unwrap();
+        // a role without seqgen_adopt: refused by the internal function too, were it reached
+        Spi::run("CREATE ROLE seqgen_adopt_none NOLOGIN; GRANT USAGE ON SCHEMA seqgen TO seqgen_adopt_none; SET LOCAL ROLE seqgen_adopt_none").unwrap();
+        assert_eq!(
+            sqlstate("SELECT seqgen.seqgen_adopt_column('segment', 'x9', 'ad_owned', 'id', 10)"),
+            Some(ERRCODE_INSUFFICIENT_PRIVILEGE)
+        );
         Spi::run("RESET ROLE").unwrap();
     }
 
@@ -1251,7 +1272,7 @@ mod tests {
         autonomous("SELECT seqgen_set_template('t_tpl_priv', 'P{seq:4}')");
         autonomous(
             "DO $$ BEGIN CREATE ROLE seqgen_ord_test NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
-             GRANT EXECUTE ON FUNCTION seqgen_order_no(text) TO seqgen_ord_test; \
+             GRANT EXECUTE ON FUNCTION seqgen_order_no TO seqgen_ord_test; \
              SELECT seqgen_grant('t_tpl_priv', 'seqgen_ord_test')",
         );
         Spi::run("SET LOCAL ROLE seqgen_ord_test").unwrap();
@@ -1324,7 +1345,7 @@ mod tests {
         autonomous(
             "SELECT seqgen_create('t_cv', 10); SELECT seqgen_create('t_cv2', 10); SELECT seqgen_create('t_cv_k', 10); \
              DO $$ BEGIN CREATE ROLE seqgen_cv_role NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
-             GRANT EXECUTE ON FUNCTION seqgen_currval(text), seqgen_lastval(), seqgen_next(text) TO seqgen_cv_role",
+             GRANT EXECUTE ON FUNCTION seqgen_currval(text), seqgen_lastval(), seqgen_next TO seqgen_cv_role",
         );
         let mut s = other_session("pgrx_tests");
         let mut other = other_session("pgrx_tests");
@@ -1499,7 +1520,7 @@ mod tests {
         autonomous("SELECT seqgen_make_opaque('t_opaque_priv')");
         autonomous(
             "DO $$ BEGIN CREATE ROLE seqgen_opaque_app NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
-             GRANT EXECUTE ON FUNCTION seqgen_next(text), seqgen_next_batch(text, integer) TO seqgen_opaque_app; \
+             GRANT EXECUTE ON FUNCTION seqgen_next, seqgen_next_batch(text, integer) TO seqgen_opaque_app; \
              SELECT seqgen_grant('t_opaque_priv', 'seqgen_opaque_app')",
         );
         Spi::run("SET LOCAL ROLE seqgen_opaque_app").unwrap();
@@ -1734,7 +1755,9 @@ mod tests {
         assert_eq!(code, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
         assert!(msg.contains("has no {key}"), "{msg}");
         // bad keys and unknown tags
-        refused("SELECT seqgen_order_no('t_waybill', '')", ERRCODE_INVALID_PARAMETER_VALUE);
+        // the key '' (the DEFAULT) is the tag's own counter: the template needs a key
+        refused("SELECT seqgen_order_no('t_waybill', '')", ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
+        refused("SELECT seqgen_order_no('t_waybill', E'a\\tb')", ERRCODE_INVALID_PARAMETER_VALUE);
         refused(
             &format!("SELECT seqgen_order_no('t_waybill', '{}')", "k".repeat(129)),
             ERRCODE_INVALID_PARAMETER_VALUE,
@@ -1856,7 +1879,7 @@ mod tests {
         autonomous(
             "DO $$ BEGIN CREATE ROLE seqgen_team_a NOLOGIN; CREATE ROLE seqgen_team_b NOLOGIN; \
              EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
-             GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text, boolean), seqgen_next(text), \
+             GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text, boolean), seqgen_next, \
              seqgen_alter(text, integer, text), seqgen_drop(text, boolean), seqgen_grant(text, text), seqgen_revoke(text, text) \
              TO seqgen_team_a, seqgen_team_b; \
              SET ROLE seqgen_team_a; SELECT seqgen_create('t_team_a', 10); RESET ROLE",

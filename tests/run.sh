@@ -51,7 +51,7 @@ run() { "$@" 2>&1 | tee -a "$LOG"; }
 
 # The released versions the upgrade tests start from (scripts/old_version.sh knows their
 # commits): the whole chain on CHAIN_MAJOR, the previous release on the others.
-RELEASES=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0)
+RELEASES=(0.1.0 0.3.0 0.4.0 0.5.0 0.6.0)
 CHAIN_MAJOR=$DEBIAN_MAJOR
 if [ -n "${SEQGEN_IN_ROOT:-}" ]; then CHAIN_MAJOR=none; fi  # the root's major: the previous release
 releases_for() {

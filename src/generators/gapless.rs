@@ -480,3 +480,58 @@ fn assign(trigger: &PgTrigger<'_>) -> Res<()> {
         _ => Err(SeqgenError::GaplessNotWritten { table: target.name, ctid }),
     }
 }
+
+/// `seqgen.seqgen_gapless_create_trigger`: the commit-time trigger on one table, for
+/// `seqgen_gapless_attach`, which reaches it by OID (sql/gapless.sql) once
+/// `seqgen.gapless_attach_targets` has checked the call. The caller needs the TRIGGER privilege
+/// on the table, as for `CREATE TRIGGER`; the trigger is then created as the bootstrap
+/// superuser, because its function is in schema `seqgen`, which the caller may not use.
+#[pg_extern(volatile, parallel_unsafe)]
+fn seqgen_gapless_create_trigger(tbl: pg_sys::Oid, number_column: &str, biz_tag: &str, key_column: Option<&str>) {
+    create_trigger(tbl, number_column, biz_tag, key_column.unwrap_or("")).or_raise()
+}
+
+fn create_trigger(tbl: pg_sys::Oid, column: &str, tag: &str, key_column: &str) -> Res<()> {
+    let settings = &[("search_path", "pg_catalog, pg_temp"), ("quote_all_identifiers", "off")];
+    let (name, may) = with_settings(settings, || {
+        Spi::connect(|c| {
+            // (and, as seqgen.gapless_attach_targets, only for a caller of seqgen_gapless_attach)
+            let r = c.select(
+                "SELECT $1::pg_catalog.regclass::pg_catalog.text, pg_catalog.has_table_privilege($1, 'TRIGGER') \
+                        AND pg_catalog.has_function_privilege(pg_catalog.format( \
+                            '%I.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text)', \
+                            (SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n \
+                                 ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
+                              WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen')), 'EXECUTE')",
+                Some(1),
+                &[tbl.into()],
+            )?;
+            let r = r.first();
+            Ok::<_, pgrx::spi::Error>((r.get::<String>(1)?.unwrap_or_default(), r.get::<bool>(2)?.unwrap_or(false)))
+        })
+    })
+    .map_err(spi_err)?;
+    if !may {
+        return Err(SeqgenError::TablePermission(name));
+    }
+    as_superuser(|| {
+        with_settings(settings, || {
+            Spi::connect_mut(|c| {
+                let sql = c
+                    .select(
+                        "SELECT pg_catalog.format('CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s \
+                         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.%I IS NULL) \
+                         EXECUTE FUNCTION seqgen.seqgen_gapless_assign(%L, %L, %L)', \
+                         'seqgen_gapless_' OPERATOR(pg_catalog.||) $2, $1::pg_catalog.regclass, $2, $3, $2, $4)",
+                        Some(1),
+                        &[tbl.into(), column.into(), tag.into(), key_column.into()],
+                    )?
+                    .first()
+                    .get::<String>(1)?
+                    .unwrap_or_default();
+                c.update(&sql, None, &[]).map(|_| ())
+            })
+        })
+    })
+    .map_err(spi_err)
+}

@@ -19,6 +19,7 @@ use seqgen_core::opaque::Key;
 use seqgen_core::segment::Draw;
 use seqgen_core::template::{self, Prepared, Span, Template, Tz, Unit};
 
+use crate::plumbing::args::{KeyArg, TagArg};
 use crate::plumbing::directory::{self, code, forget, resolve, Resolved};
 use crate::plumbing::error::{check_tag, required, OrRaise, Result, SeqgenError};
 use crate::plumbing::guc::{self, Overflow};
@@ -297,18 +298,24 @@ fn set_template_locked(tag: &str, text: &str, t: &Template, zone: &str, tz: Tz) 
     })
 }
 
-/// The next order number of a tag.
+/// `seqgen.seqgen_order_no(text)`: 0.x's one-argument form, kept for what stored it by OID
+/// (moved into schema `seqgen` by the update to 1.0, as `seqgen_next(text)` was).
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_order_no(biz_tag: &str) -> &str {
     crate::plumbing::wait::begin_call();
     order_no(biz_tag).or_raise()
 }
 
-/// The next order number of `biz_tag`'s counter for `key`: the tag's template must render the
-/// key (`{key}`), and its counter (restarting in each period) is the key's own.
+/// The next order number of a tag (`key` empty, the default), or of `biz_tag`'s counter for
+/// `key`: the tag's template must render the key (`{key}`), and its counter (restarting in
+/// each period) is the key's own.
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_order_no")]
-fn seqgen_order_no_key<'a>(biz_tag: &'a str, key: &str) -> &'a str {
+fn seqgen_order_no_key<'a>(biz_tag: TagArg<'a>, key: default!(KeyArg<'a>, "''")) -> &'a str {
+    let TagArg(biz_tag) = biz_tag;
     crate::plumbing::wait::begin_call();
+    let KeyArg(Some(key)) = key else {
+        return order_no(biz_tag).or_raise();
+    };
     let out = crate::generators::segment::with_key_name(biz_tag, key, |name| {
         // the text outlives the name built on the stack: see `order_no`
         order_no(name).map(|t| (t.as_ptr(), t.len()))
@@ -559,9 +566,7 @@ fn render_preview(text: &str, seq: i64, at: TimestampWithTimeZone, zone: &str, t
     let t = parse_template(text)?;
     let tz = parse_zone(zone)?;
     if t.uses_tag() && tag.is_none() {
-        return Err(SeqgenError::InvalidArgument(
-            "the template uses {tag}: call seqgen_render(template, seq, at, time_zone, biz_tag)".into(),
-        ));
+        return Err(SeqgenError::InvalidArgument("the template uses {tag}, and no biz_tag is given".into()));
     }
     if seq < 1 || seq > t.capacity() {
         return Err(SeqgenError::InvalidArgument(format!(
@@ -577,23 +582,25 @@ fn render_preview(text: &str, seq: i64, at: TimestampWithTimeZone, zone: &str, t
     Ok(t.render_keyed(span.key, seq as u64, setting_node_id(), tag.unwrap_or(""), "{key}"))
 }
 
-/// Preview: the number `seq` of the period containing `at`. `{node}` renders this server's
-/// `seqgen.node_id` (a setting a restart may change: STABLE, not IMMUTABLE).
+/// `seqgen.seqgen_render(text, bigint, timestamptz, text)`: 0.x's form without a tag, kept for
+/// what stored it by OID (moved into schema `seqgen` by the update to 1.0).
 #[pg_extern(stable, parallel_safe)]
 fn seqgen_render(template: &str, seq: i64, at: TimestampWithTimeZone, time_zone: default!(&str, "'UTC'")) -> String {
     render_preview(template, seq, at, time_zone, None).or_raise()
 }
 
-/// Preview for a template that uses `{tag}`.
+/// Preview: the number `seq` of the period containing `at`, for the tag `biz_tag` when the
+/// template uses `{tag}` ('' for none, the default). `{node}` renders this
+/// server's `seqgen.node_id` (a setting a restart may change: STABLE, not IMMUTABLE).
 #[pg_extern(stable, parallel_safe, name = "seqgen_render")]
 fn seqgen_render_with_tag(
     template: &str,
     seq: i64,
     at: TimestampWithTimeZone,
-    time_zone: &str,
-    biz_tag: &str,
+    time_zone: default!(&str, "'UTC'"),
+    biz_tag: default!(&str, "''"),
 ) -> String {
-    render_preview(template, seq, at, time_zone, Some(biz_tag)).or_raise()
+    render_preview(template, seq, at, time_zone, (!biz_tag.is_empty()).then_some(biz_tag)).or_raise()
 }
 
 /// The period unit of a template: `none` (the counter never restarts), `year`, `month`,

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use pgrx::prelude::*;
 use seqgen_core::segment::{Claim, Draw, Hint};
 
+use crate::plumbing::args::{KeyArg, TagArg};
 use crate::plumbing::catalog::{MODE_NO_NODE, MODE_OPAQUE};
 use crate::plumbing::directory::{self, forget, resolve, Resolved};
 use crate::plumbing::error::{OrRaise, Result, SeqgenError};
@@ -14,8 +15,9 @@ use crate::plumbing::shmem::{self, Header, WorkerStatus};
 use crate::plumbing::wait::wait_for;
 use seqgen_core::adaptive::interleave;
 
-/// The next ID of a tag. Steady state: one atomic increment in shared memory, no lock, no
-/// table access.
+/// `seqgen.seqgen_next(text)`: 0.x's `seqgen_next(biz_tag)`, kept for what stored it by OID
+/// (column DEFAULTs, views made before 1.0: the update moved it into schema `seqgen`) and for
+/// dumps of such databases; the same draw as `seqgen_next(biz_tag)`. Its C symbol is 0.x's.
 #[pg_extern(volatile, parallel_unsafe)]
 fn seqgen_next(biz_tag: &str) -> i64 {
     crate::plumbing::wait::begin_call();
@@ -24,12 +26,20 @@ fn seqgen_next(biz_tag: &str) -> i64 {
     value
 }
 
-/// The next value of `biz_tag`'s counter for `key` (a tenant, a project, a branch): every
-/// key has its own counter from its first use, starting at the tag's `start_with`, with a
-/// slot of its own while it is in use (its step adapts to its own rate).
+/// The next ID of a tag (`key` empty, the default), or of the tag's counter for `key` (a
+/// tenant, a project, a branch): every key has its own counter from its first use, starting at
+/// the tag's `start_with`, with a slot of its own while it is in use (its step adapts to its
+/// own rate). Steady state: one atomic increment in shared memory, no lock, no table access.
+/// (The C symbol is 0.6.0's keyed form, whose OID this function kept in the update.)
 #[pg_extern(volatile, parallel_unsafe, name = "seqgen_next")]
-fn seqgen_next_key(biz_tag: &str, key: &str) -> i64 {
+fn seqgen_next_key(biz_tag: TagArg<'_>, key: default!(KeyArg<'_>, "''")) -> i64 {
+    let TagArg(biz_tag) = biz_tag;
     crate::plumbing::wait::begin_call();
+    let KeyArg(Some(key)) = key else {
+        let value = next(biz_tag).or_raise();
+        directory::record(biz_tag, value);
+        return value;
+    };
     with_key_name(biz_tag, key, |name| {
         let value = next(name)?;
         directory::record(name, value);

@@ -97,6 +97,8 @@ pub enum SeqgenError {
     GaplessKeyCollation { table: String, column: String, collation: String },
     #[error("permission denied to number the rows of table {table} at commit")]
     GaplessPrivilege { table: String, column: String },
+    #[error("permission denied for table {0}")]
+    TablePermission(String),
     #[error("could not write the gapless number of row {ctid} of table {table}")]
     GaplessNotWritten { table: String, ctid: String },
     #[error("the gapless number of row {ctid} of table {table} was changed as it was written")]
@@ -176,7 +178,7 @@ impl SeqgenError {
             HotStandby => ERRCODE_READ_ONLY_SQL_TRANSACTION,
             Timeout { .. } | RowLocked(_) | GaplessBusy { .. } => ERRCODE_LOCK_NOT_AVAILABLE,
             UnknownTag(_) | UnknownTagDrawn { .. } | TagNotReplicated { .. } => ERRCODE_UNDEFINED_OBJECT,
-            TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) | GaplessPrivilege { .. } => {
+            TagPermission(_) | NotTagOwner(_) | SuperuserOnly(_) | GaplessPrivilege { .. } | TablePermission(_) => {
                 ERRCODE_INSUFFICIENT_PRIVILEGE
             }
             GaplessNotWritten { .. } | GaplessOverwritten { .. } => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -277,6 +279,7 @@ impl SeqgenError {
             GaplessKeyType { .. } => "Key on a column of a type whose text is fixed (text, an integer, a date, uuid, an enum, ...): for a regclass, its oid or its name as text (a generated column works).".into(),
             GaplessKeyCollation { .. } => "Key on a column with a deterministic collation (COLLATE \"C\"), or on a generated column such as lower(key).".into(),
             GaplessPrivilege { .. } => "Grant the committing role SELECT on the table and UPDATE on the number column.".into(),
+            TablePermission(_) => "Attaching puts a trigger on the table: its owner, or a role granted TRIGGER on it, may.".into(),
             GaplessNotWritten { .. } => "Let the committing role update the rows it inserts: no BEFORE UPDATE trigger may return NULL for the numbering update, and the table's SELECT and UPDATE policies must admit the row.".into(),
             GaplessOverwritten { column, .. } => format!("Let the table's BEFORE UPDATE triggers leave column \"{column}\" as the update sets it."),
             KeyLimit { .. } => "Reuse keys, drop the tags no longer needed (their keys go with them), or raise seqgen.max_keys_per_role.".into(),

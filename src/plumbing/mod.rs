@@ -4,6 +4,7 @@
 //! Nothing here imports a generator or a background worker.
 
 pub mod acl;
+pub mod args;
 pub mod catalog;
 pub mod defaults;
 pub mod directory;

@@ -322,23 +322,39 @@ fn confirmed_on(c: &pgrx::spi::SpiClient<'_>, g: i64) -> pgrx::spi::Result<Optio
     Ok(if row.get::<i64>(2)? == Some(1) { row.get::<i64>(1)? } else { None })
 }
 
-/// Run `SELECT <schema>.<call>` on the Citus coordinator (`call`: a function call with its
-/// arguments, each a `%L` of `args`, with pg_seqgen's schema put in), through Citus's
-/// `run_command_on_coordinator`: its text answer, or why there is none.
+/// Run `SELECT seqgen.<call>` on the Citus coordinator (`call`: an internal function's call
+/// with its arguments, each a `%L` of `args`), through Citus's `run_command_on_coordinator`:
+/// its text answer, or why there is none. A coordinator whose extension is not updated to 1.0
+/// yet keeps its internal functions in the extension's schema: asked there when `seqgen` has
+/// none.
 pub fn on_coordinator(
     c: &pgrx::spi::SpiClient<'_>,
     call: &str,
     args: &[Option<&str>],
 ) -> std::result::Result<String, String> {
+    match on_coordinator_in(c, Some("seqgen"), call, args) {
+        Err(why) if why.contains("does not exist") && why.contains("seqgen.") => on_coordinator_in(c, None, call, args),
+        answer => answer,
+    }
+}
+
+/// [`on_coordinator`] in `schema`, or (None) in the schema of this server's extension.
+fn on_coordinator_in(
+    c: &pgrx::spi::SpiClient<'_>,
+    schema: Option<&str>,
+    call: &str,
+    args: &[Option<&str>],
+) -> std::result::Result<String, String> {
     let mut format_args = String::new();
-    let mut values: Vec<pgrx::datum::DatumWithOid> = vec![call.into()];
+    let mut values: Vec<pgrx::datum::DatumWithOid> = vec![call.into(), schema.into()];
     for (i, a) in args.iter().enumerate() {
-        format_args.push_str(&format!(", ${}::pg_catalog.text", i + 2));
+        format_args.push_str(&format!(", ${}::pg_catalog.text", i + 3));
         values.push((*a).into());
     }
     let sql = format!(
         "SELECT r.success, r.result FROM pg_catalog.run_command_on_coordinator(\
-             (SELECT pg_catalog.format('SELECT %I.' OPERATOR(pg_catalog.||) $1, n.nspname{format_args}) \
+             (SELECT pg_catalog.format('SELECT %I.' OPERATOR(pg_catalog.||) $1, \
+                     COALESCE($2::pg_catalog.text, n.nspname::pg_catalog.text){format_args}) \
               FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
               WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen')) r"
     );

@@ -59,13 +59,13 @@ fn tcp(port: u16) -> Client {
     }
 }
 
-/// `GRANT EXECUTE ON FUNCTION seqgen_next(text)` to `role` on every node (Citus does not
+/// `GRANT EXECUTE ON FUNCTION seqgen_next` to `role` on every node (Citus does not
 /// propagate a GRANT on an extension's function), checked on all three.
 fn grant_next_everywhere(c: &mut Client, role: &str) {
     let granted: i64 = c
         .query_one(
             &format!(
-                "SELECT count(*) FROM run_command_on_all_nodes('GRANT EXECUTE ON FUNCTION seqgen_next(text) TO {role}') \
+                "SELECT count(*) FROM run_command_on_all_nodes('GRANT EXECUTE ON FUNCTION seqgen_next TO {role}') \
                  WHERE success"
             ),
             &[],
@@ -522,7 +522,7 @@ fn citus_definitions_follow_the_coordinator() {
     });
     println!("a drop on the coordinator reached worker 1 in {t:?}");
     let node: Vec<(i32, bool, Option<i32>, Option<String>)> = c
-        .query("SELECT nodeid, reachable, node_id, source FROM seqgen_cluster_nodes() ORDER BY nodeid", &[])
+        .query("SELECT citus_nodeid, reachable, node_id, source FROM seqgen_cluster_nodes() ORDER BY citus_nodeid", &[])
         .unwrap()
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
@@ -1289,7 +1289,7 @@ fn citus_fuzz(seed: u64, steps: usize) {
     let converged = |c: &mut Client, last: &mut String| {
         let r: Vec<(i32, String, String, String)> = c
             .query(
-                "SELECT nodeid, coalesce(biz_tag, '(unread)'), coalesce(field, ''), problem FROM seqgen_cluster_refused()",
+                "SELECT citus_nodeid, coalesce(biz_tag, '(unread)'), coalesce(field, ''), problem FROM seqgen_cluster_refused()",
                 &[],
             )
             .unwrap()
@@ -1386,7 +1386,7 @@ fn citus_definitions_converge_tag_by_tag() {
         |port: u16| Client::connect(&format!("host=127.0.0.1 port={port} user=app dbname=postgres"), NoTls).unwrap();
     let refused = |c: &mut Client| -> Vec<(i32, String, String, String)> {
         c.query(
-            "SELECT nodeid, coalesce(biz_tag, '(unread)'), coalesce(field, ''), problem \
+            "SELECT citus_nodeid, coalesce(biz_tag, '(unread)'), coalesce(field, ''), problem \
              FROM seqgen_cluster_refused() ORDER BY 1, 2, 3",
             &[],
         )
@@ -1471,7 +1471,7 @@ fn citus_definitions_converge_tag_by_tag() {
     for p in [&mut a, &mut b] {
         p.batch_execute(
             "SET citus.enable_ddl_propagation = off; CREATE ROLE ghost LOGIN; \
-             GRANT EXECUTE ON FUNCTION seqgen_next(text) TO ghost",
+             GRANT EXECUTE ON FUNCTION seqgen_next TO ghost",
         )
         .unwrap();
     }

@@ -418,7 +418,7 @@ fn a_role_draws_only_from_the_tags_it_was_granted() {
     c.sql(
         "CREATE EXTENSION pg_seqgen;
          CREATE ROLE invoicing LOGIN; CREATE ROLE shipping LOGIN;
-         GRANT EXECUTE ON FUNCTION seqgen_order_no(text), seqgen_create(text, integer, bigint, text, boolean),
+         GRANT EXECUTE ON FUNCTION seqgen_order_no, seqgen_create(text, integer, bigint, text, boolean),
                seqgen_set_template, seqgen_grant(text, text), seqgen_revoke(text, text)
             TO invoicing, shipping;",
     );

@@ -45,7 +45,7 @@ fn without_the_preload_calls_are_refused_and_the_session_lives() {
 
 /// Item 2 (in part): every function pg_seqgen puts in the user's schema has a COMMENT, so `\df+`
 /// describes it; internal ones say so. The descriptions are kept in one place, the end of
-/// `sql/functions.sql` (generated from docs/reference, see docs.rs), and the update script from 0.5.0 carries the same block (the upgrade
+/// `sql/functions.sql` (generated from docs/reference, see docs.rs), and the update script to 1.0.0 carries the same block (the upgrade
 /// tests compare every function's description after the update with a fresh install's).
 #[test]
 fn every_function_has_a_comment() {
@@ -56,7 +56,7 @@ fn every_function_has_a_comment() {
     };
     assert_eq!(
         block(&sql("functions.sql")),
-        block(&sql("pg_seqgen--0.5.0--0.6.0.sql")),
+        block(&sql("pg_seqgen--0.6.0--1.0.0.sql")),
         "the update script's COMMENTs differ from sql/functions.sql"
     );
 
@@ -252,4 +252,86 @@ fn error_messages_follow_the_style_guide() {
     println!("error messages: {primaries} primary messages, {sentences} DETAIL and HINT texts checked");
     assert!(primaries >= 40 && sentences >= 40, "too few messages found: the parse is broken");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Items 2 and 7: a role granted a function as the docs say needs no grant on anything internal,
+/// and no internal function is left in the user's schema. On 0.6.0 a table owner granted
+/// `seqgen_gapless_attach` failed with "permission denied for function
+/// public.seqgen_gapless_assign" (the trigger function its CREATE TRIGGER named with the
+/// caller's rights), and one granted `seqgen_adopt` on `seqgen_adopt_floor`. Both are reached
+/// by OID now, and check their caller themselves: the owner (or a role with TRIGGER) may, no
+/// other role, and nobody can name them.
+#[test]
+fn granted_roles_need_nothing_internal() {
+    let c = Cluster::init("s_internal", 57923, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         SELECT seqgen_create_gapless('inv');
+         CREATE ROLE ops LOGIN; CREATE ROLE clerk LOGIN;
+         GRANT USAGE, CREATE ON SCHEMA public TO ops, clerk;
+         GRANT EXECUTE ON FUNCTION seqgen_gapless_attach, seqgen_adopt, seqgen_create TO ops, clerk;
+         SELECT seqgen_grant('inv', 'ops'); SELECT seqgen_grant('inv', 'clerk');",
+    );
+    let mut ops = c.connect_as("ops");
+    ops.batch_execute(
+        "CREATE TABLE invoices (id bigint, no bigint);
+         CREATE TABLE legacy (id bigserial PRIMARY KEY);
+         INSERT INTO legacy DEFAULT VALUES;",
+    )
+    .unwrap();
+    // another role, granted the function but not owning the table: refused, nothing made
+    let mut clerk = c.connect_as("clerk");
+    for (call, what) in [
+        ("SELECT seqgen_gapless_attach('invoices', 'no', 'inv')", "attach"),
+        ("SELECT seqgen_adopt('legacy_tag', 'legacy', 'id')", "adopt"),
+    ] {
+        let e = clerk.batch_execute(call).unwrap_err();
+        assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{what} by a role that does not own the table: {e:?}");
+    }
+    assert_eq!(c.one_i64("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'invoices'::regclass"), 0);
+    // the owner, granted only the user-facing functions: both work
+    ops.batch_execute("SELECT seqgen_gapless_attach('invoices', 'no', 'inv')").unwrap();
+    let start: i64 = ops.query_one("SELECT seqgen_adopt('legacy_tag', 'legacy', 'id')", &[]).unwrap().get(0);
+    assert_eq!(start, 2, "the adopted column's tag starts above its value");
+    ops.batch_execute("INSERT INTO invoices (id) VALUES (1), (2)").unwrap();
+    let numbers: Vec<i64> =
+        ops.query("SELECT no FROM invoices ORDER BY id", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(numbers, [1, 2], "rows numbered at commit on a table its owner attached");
+    // a role granted TRIGGER on the table may attach it, as it may create triggers on it
+    ops.batch_execute("CREATE TABLE ledger (id bigint, no bigint); GRANT TRIGGER ON ledger TO clerk").unwrap();
+    clerk.batch_execute("SELECT seqgen_gapless_attach('ledger', 'no', 'inv')").unwrap();
+    // the internal functions: nobody but a superuser can name them (schema seqgen), and they
+    // check their caller when reached (a role given the use of the schema for the test)
+    let internal = [
+        "SELECT seqgen.seqgen_gapless_create_trigger('invoices'::regclass, 'id', 'inv', NULL)",
+        "SELECT seqgen.gapless_attach_targets('invoices', 'id', 'inv', NULL)",
+        "SELECT seqgen.seqgen_adopt_column('segment', 'x', 'legacy', 'id', 10)",
+    ];
+    for call in internal {
+        let e = clerk.batch_execute(call).unwrap_err();
+        assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{call}: {e:?}");
+        let msg = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+        assert!(msg.contains("schema seqgen"), "{call}: {msg}");
+    }
+    c.sql("CREATE ROLE nobody LOGIN; GRANT USAGE ON SCHEMA seqgen TO nobody");
+    let mut nobody = c.connect_as("nobody");
+    for call in internal {
+        let e = nobody.batch_execute(call).unwrap_err();
+        assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{call} by a role with no grant: {e:?}");
+    }
+    assert_eq!(
+        c.one_i64(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'invoices'::regclass AND tgname <> 'seqgen_gapless_no'"
+        ),
+        0
+    );
+    // nothing internal in the user's schema
+    let left_behind = c.one_i64(
+        "SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+           JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
+          WHERE d.deptype = 'e' AND p.pronamespace = 'public'::regnamespace
+            AND (obj_description(p.oid, 'pg_proc') LIKE 'pg_seqgen (internal%' OR p.prorettype = 'trigger'::regtype)",
+    );
+    assert_eq!(left_behind, 0, "internal functions in the user's schema");
 }

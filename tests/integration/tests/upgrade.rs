@@ -1,11 +1,12 @@
-//! Upgrading from the released 0.1.0, 0.2.0, 0.3.0, 0.4.0 and 0.5.0: install it, use every generator, install this
+//! Upgrading from the released 0.1.0, 0.3.0, 0.4.0, 0.5.0 and 0.6.0 (the first release and the
+//! last four; 0.2.0's scripts run in the chain from 0.1.0): install it, use every generator, install this
 //! version's files, restart, `ALTER EXTENSION pg_seqgen UPDATE`, and draw on with nothing
 //! repeated. The upgraded catalog must be the one a fresh install creates.
 //!
 //! The old versions are built from this repository's history by `scripts/old_version.sh`
 //! for the major under test (`tests/run.sh` runs it and passes their paths in
-//! `SEQGEN_OLD_PACKAGE`, `SEQGEN_OLD_PACKAGE_0_2_0`, `SEQGEN_OLD_PACKAGE_0_3_0`,
-//! `SEQGEN_OLD_PACKAGE_0_4_0` and `SEQGEN_OLD_PACKAGE_0_5_0`). The upgrade scripts are SQL, the
+//! `SEQGEN_OLD_PACKAGE`, `SEQGEN_OLD_PACKAGE_0_3_0`, `SEQGEN_OLD_PACKAGE_0_4_0`,
+//! `SEQGEN_OLD_PACKAGE_0_5_0` and `SEQGEN_OLD_PACKAGE_0_6_0`). The upgrade scripts are SQL, the
 //! same on every major, so `tests/run.sh` runs the whole chain on Debian's major and only the
 //! upgrade from the previous release on the others (it `--skip`s the rest there, by name).
 //! Both versions run from a private PostgreSQL tree (real copies of
@@ -72,6 +73,8 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
                || ' (' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
                || ' ' || coalesce(p.proacl::text, 'default')
                || ' ' || coalesce(obj_description(p.oid, 'pg_proc'), 'no comment')
+               -- and its body: an update script's copy of a function must be the fresh one
+               || ' body ' || md5(pg_get_functiondef(p.oid))
           FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
           JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
         UNION ALL
@@ -93,21 +96,13 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
 }
 
 /// This version.
-const NEW: &str = "0.6.0";
+const NEW: &str = "1.0.0";
 
 #[test]
 fn upgrade_from_0_1_0_repeats_nothing() {
     let old = std::env::var("SEQGEN_OLD_PACKAGE")
         .expect("SEQGEN_OLD_PACKAGE: the 0.1.0 package tree (run scripts/old_version.sh; tests/run.sh does)");
     upgrade(&old, "0.1.0", 56701);
-}
-
-#[test]
-fn upgrade_from_0_2_0_repeats_nothing() {
-    let old = std::env::var("SEQGEN_OLD_PACKAGE_0_2_0").expect(
-        "SEQGEN_OLD_PACKAGE_0_2_0: the 0.2.0 package tree (run scripts/old_version.sh <major> 0.2.0; tests/run.sh does)",
-    );
-    upgrade(&old, "0.2.0", 56702);
 }
 
 #[test]
@@ -134,6 +129,14 @@ fn upgrade_from_0_5_0_repeats_nothing() {
     upgrade(&old, "0.5.0", 56705);
 }
 
+#[test]
+fn upgrade_from_0_6_0_repeats_nothing() {
+    let old = std::env::var("SEQGEN_OLD_PACKAGE_0_6_0").expect(
+        "SEQGEN_OLD_PACKAGE_0_6_0: the 0.6.0 package tree (run scripts/old_version.sh <major> 0.6.0; tests/run.sh does)",
+    );
+    upgrade(&old, "0.6.0", 56702);
+}
+
 fn upgrade(old: &str, from: &str, port: u16) {
     assert!(Path::new(&format!("{old}{}/pg_seqgen.so", lib())).exists(), "no {from} build for {} in {old}", pg().major);
     let tree_lock = TREE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -156,13 +159,21 @@ fn upgrade(old: &str, from: &str, port: u16) {
          SELECT seqgen_create('opq', 100);
          SELECT seqgen_make_opaque('opq');
          CREATE ROLE up_team; CREATE ROLE up_app; CREATE ROLE up_sub;
-         GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text) TO up_team WITH GRANT OPTION;
+         GRANT EXECUTE ON FUNCTION seqgen_create TO up_team WITH GRANT OPTION;
          SET ROLE up_team;
-         GRANT EXECUTE ON FUNCTION seqgen_create(text, integer, bigint, text) TO up_sub;
+         GRANT EXECUTE ON FUNCTION seqgen_create TO up_sub;
          RESET ROLE;
-         GRANT EXECUTE ON FUNCTION seqgen_drop(text) TO up_app;
-         GRANT EXECUTE ON FUNCTION seqgen_set_template(text, text, text) TO up_app;
+         GRANT EXECUTE ON FUNCTION seqgen_drop TO up_app;
          DO $$ BEGIN
+           -- 0.6.0 made the overloads with an option one function with a DEFAULT
+           IF to_regprocedure('seqgen_uuidv7_rewind(uuid)') IS NOT NULL THEN
+             GRANT EXECUTE ON FUNCTION seqgen_set_template(text, text, text, boolean) TO up_app;
+             GRANT EXECUTE ON FUNCTION seqgen_restart TO up_team;
+             GRANT EXECUTE ON FUNCTION seqgen_snowflake_advance TO up_app;
+             GRANT EXECUTE ON FUNCTION seqgen_uuidv7_rewind TO up_team;
+             RETURN;
+           END IF;
+           GRANT EXECUTE ON FUNCTION seqgen_set_template(text, text, text) TO up_app;
            IF to_regprocedure('seqgen_restart(text, bigint)') IS NOT NULL THEN
              GRANT EXECUTE ON FUNCTION seqgen_restart(text, bigint) TO up_team;
              GRANT EXECUTE ON FUNCTION seqgen_snowflake_advance(bigint) TO up_app;
@@ -224,8 +235,29 @@ fn upgrade(old: &str, from: &str, port: u16) {
          CREATE FUNCTION up_settpl() RETURNS void LANGUAGE sql AS $$ SELECT seqgen_set_template('plain', 'P{seq:8}', 'UTC') $$;
          CREATE FUNCTION up_trg() RETURNS trigger LANGUAGE plpgsql AS $$
            BEGIN NEW.by_trigger := seqgen_order_no('rep'); RETURN NEW; END $$;
-         CREATE TRIGGER up_trg BEFORE INSERT ON up_rows FOR EACH ROW EXECUTE FUNCTION up_trg();",
+         CREATE TRIGGER up_trg BEFORE INSERT ON up_rows FOR EACH ROW EXECUTE FUNCTION up_trg();
+         CREATE ROLE up_drawer;
+         GRANT EXECUTE ON FUNCTION seqgen_next(text) TO up_drawer;
+         CREATE TABLE up_drawn (id bigint PRIMARY KEY DEFAULT seqgen_next('seg'), note text);
+         GRANT SELECT, INSERT ON up_drawn TO up_drawer;
+         DO $$ BEGIN
+           IF EXISTS (SELECT FROM pg_proc WHERE proname = 'seqgen_render') THEN
+             CREATE VIEW up_render AS SELECT seqgen_render('R{yyyy}-{seq:4}', 7, '2026-01-01 12:00+00', 'UTC') AS r;
+           END IF;
+         END $$;",
     );
+    // 0.6.0's keyed forms, stored by OID in a view (1.0 gave the key a DEFAULT instead)
+    if from == "0.6.0" {
+        c.sql(
+            "CREATE VIEW up_keyed AS SELECT seqgen_next('seg', 'kv') AS id;
+             CREATE VIEW up_render_tag AS SELECT seqgen_render('{tag}-{seq:3}', 5, '2026-01-01 12:00+00', 'UTC', 'ord') AS r",
+        );
+        let v: i64 = c.one_i64("SELECT id FROM up_keyed");
+        assert_eq!(v, 1, "the first value of key kv");
+    }
+    let rendered_before: Option<String> =
+        c.connect().query("SELECT r FROM up_render", &[]).ok().map(|rows| rows[0].get(0));
+    c.sql("CREATE TABLE up_legacy (id bigserial PRIMARY KEY); INSERT INTO up_legacy SELECT FROM generate_series(1, 3)");
     let stored_before = stored(&c);
     // 0.1.0 kept one counter per tag for every template: a daily template, then a monthly one
     // on the same day (its numbers continue the day's counter)
@@ -251,6 +283,7 @@ fn upgrade(old: &str, from: &str, port: u16) {
             "pg_seqgen--0.3.0--0.4.0.sql",
             "pg_seqgen--0.4.0--0.5.0.sql",
             "pg_seqgen--0.5.0--0.6.0.sql",
+            "pg_seqgen--0.6.0--1.0.0.sql",
         ],
     );
     run(&format!("cp {old}{ext}/pg_seqgen--{from}.sql {TREE}{ext}/", ext = ext()));
@@ -283,6 +316,51 @@ fn upgrade(old: &str, from: &str, port: u16) {
         c.connect().query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_seqgen'", &[]).unwrap().get(0);
     assert_eq!(version, NEW);
     let after = draw(&c);
+    // 1.0: one seqgen_next (the key a parameter with a DEFAULT: '' is the tag's own counter),
+    // so GRANT names it; 0.x's one-argument form, now in schema seqgen, still serves the
+    // DEFAULTs made before the update, with its grants, and those grants were copied to the
+    // new form, which calls by name reach
+    let no_key = c.one_i64("SELECT seqgen_next('seg', '')");
+    c.sql("GRANT EXECUTE ON FUNCTION seqgen_next TO up_team; REVOKE EXECUTE ON FUNCTION seqgen_next FROM up_team");
+    let default_text: String = c
+        .connect()
+        .query_one("SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'up_drawn'::regclass", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(default_text, "seqgen.seqgen_next('seg'::text)", "a DEFAULT made on {from}, after the update");
+    c.sql("SELECT seqgen_grant('seg', 'up_drawer')");
+    let mut d = c.connect();
+    d.batch_execute("SET ROLE up_drawer").unwrap();
+    let drawer_by_name: i64 = d.query_one("SELECT seqgen_next('seg')", &[]).unwrap().get(0);
+    let drawer_by_default: i64 = d.query_one("INSERT INTO up_drawn DEFAULT VALUES RETURNING id", &[]).unwrap().get(0);
+    drop(d);
+    // seqgen_adopt, whose body 1.0 replaced, on a table made before the update
+    // (above the rows, and above what the sequence may have handed out: after the immediate
+    // stop it stands up to 32 values ahead, as PostgreSQL logs it)
+    let adopted = c.one_i64("SELECT seqgen_adopt('up_adopted', 'up_legacy', 'id')");
+    assert!(adopted >= 4, "adopting after the update from {from} started at {adopted}");
+    c.sql("INSERT INTO up_legacy DEFAULT VALUES");
+    // a DEFAULT made after the update calls the new form
+    c.sql("ALTER TABLE up_drawn ADD COLUMN id2 bigint DEFAULT seqgen_next('seg')");
+    let new_default: String = c
+        .connect()
+        .query_one(
+            "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'up_drawn'::regclass AND adnum = 3",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(new_default, "seqgen_next('seg'::text)", "a DEFAULT made after the update from {from}");
+    if let Some(r) = &rendered_before {
+        let again: String = c.connect().query_one("SELECT r FROM up_render", &[]).unwrap().get(0);
+        assert_eq!(&again, r, "a view of seqgen_render made on {from}");
+    }
+    if from == "0.6.0" {
+        let kv = c.one_i64("SELECT id FROM up_keyed");
+        assert!(kv > 1, "the keyed view made on 0.6.0 gave key kv's 1 again after the update: {kv}");
+        let r: String = c.connect().query_one("SELECT r FROM up_render_tag", &[]).unwrap().get(0);
+        assert_eq!(r, "ord-005");
+    }
     // the objects made on the old version: inserts through the DEFAULTs and the trigger (the
     // table's keys refuse a repeat), the view, both function bodies
     let stored_after = stored(&c);
@@ -297,6 +375,7 @@ fn upgrade(old: &str, from: &str, port: u16) {
     for v in [&before.0, &after.0, &stored_before, &stored_after] {
         l.add(v.iter().copied());
     }
+    l.add([no_key, drawer_by_name, drawer_by_default]);
     l.add(c.connect().query("SELECT id FROM up_rows", &[]).unwrap().iter().map(|r| r.get::<_, i64>(0)));
     l.assert_unique(&format!("upgrade {from} -> {NEW}, tag seg through DEFAULTs, a view and a function"));
     // UUIDv7s (new in 0.2.0) after the upgrade: distinct, and above those drawn before it
@@ -314,8 +393,11 @@ fn upgrade(old: &str, from: &str, port: u16) {
     // were) and are owned by the extension's owner; the current template is in the history,
     // so a change that could repeat today's numbers is refused
     let mut cl = c.connect();
-    let open: bool = cl.query_one("SELECT bool_and(public_draw) FROM seqgen.alloc", &[]).unwrap().get(0);
-    if from == "0.4.0" || from == "0.5.0" {
+    let open: bool = cl
+        .query_one("SELECT bool_and(public_draw) FROM seqgen.alloc WHERE biz_tag <> 'up_adopted'", &[])
+        .unwrap()
+        .get(0);
+    if ["0.4.0", "0.5.0", "0.6.0"].contains(&from) {
         // 0.4.0 made its tags with privileges of their own: they stay as they were
         assert!(!open, "tags of 0.4.0 became open to every role after the upgrade");
     } else {
@@ -409,7 +491,8 @@ fn upgrade(old: &str, from: &str, port: u16) {
         assert_eq!(has, expected, "{role}: {privilege} on {function} after the upgrade from {from}");
     }
     // a grant made by a role with the grant option is copied as the owner's (PostgreSQL lets
-    // no one else be named as the grantor of a function's privilege)
+    // no one else be named as the grantor of a function's privilege); on 0.6.0 the function
+    // already had its 1.0 signature, and the grant stays up_team's
     let grantor: String = c
         .connect()
         .query_one(
@@ -424,11 +507,13 @@ fn upgrade(old: &str, from: &str, port: u16) {
         .query_one("SELECT proowner::regrole::text FROM pg_proc WHERE oid = 'seqgen_create'::regproc", &[])
         .unwrap()
         .get(0);
-    assert_eq!(grantor, owner, "the grantor of up_sub's grant after the upgrade from {from}");
+    let want = if from == "0.6.0" { "up_team".to_string() } else { owner };
+    assert_eq!(grantor, want, "the grantor of up_sub's grant after the upgrade from {from}");
     // (the fresh install below has no such grants)
     c.sql(
         "REVOKE ALL ON FUNCTION seqgen_create, seqgen_drop, seqgen_set_template, seqgen_restart,
-           seqgen_snowflake_advance, seqgen_uuidv7_rewind FROM up_team, up_app, up_sub CASCADE;",
+           seqgen_snowflake_advance, seqgen_uuidv7_rewind FROM up_team, up_app, up_sub CASCADE;
+         REVOKE ALL ON FUNCTION seqgen_next, seqgen.seqgen_next(text) FROM up_drawer;",
     );
     // the upgraded catalog is the one a fresh install creates
     let upgraded = catalog_shape(&mut c.connect());
