@@ -442,7 +442,7 @@ fn citus_node_outside_the_metadata_is_refused() {
         "SELECT setval('pg_dist_groupid_seq', 40); \
          SELECT citus_add_inactive_node('127.0.0.1', 56901); SELECT citus_add_inactive_node('127.0.0.1', 56902)",
     );
-    let mut id = |g: i64| s.query_one("SELECT seqgen_cluster_node_id($1)", &[&g]).map(|r| r.get::<_, i64>(0));
+    let mut id = |g: i64| s.query_one("SELECT seqgen.seqgen_cluster_node_id($1)", &[&g]).map(|r| r.get::<_, i64>(0));
     assert_eq!(id(42).unwrap(), 2, "group 42, listed at the first assignment");
     assert_eq!(id(41).unwrap(), 1, "group 41, listed at the first assignment");
     c.sql("SELECT setval('pg_dist_groupid_seq', 300); SELECT citus_add_inactive_node('127.0.0.1', 56903)");
@@ -472,7 +472,7 @@ fn citus_node_outside_the_metadata_is_refused() {
     c.sql(&script[from..to]);
     assert_eq!(ids(&mut s), "0:0 41:41 42:42 301:301 320:-");
     c.sql("SELECT citus_add_inactive_node('127.0.0.1', 56904)");
-    let mut id = |g: i64| s.query_one("SELECT seqgen_cluster_node_id($1)", &[&g]).map(|r| r.get::<_, i64>(0));
+    let mut id = |g: i64| s.query_one("SELECT seqgen.seqgen_cluster_node_id($1)", &[&g]).map(|r| r.get::<_, i64>(0));
     assert_eq!(id(321).unwrap(), 321, "a group added after the update: above every reserved id");
 }
 
