@@ -552,6 +552,29 @@ $$;
 DROP FUNCTION @extschema@.seqgen_cluster_nodes_0x();
 DROP FUNCTION @extschema@.seqgen_cluster_refused_0x();
 
+-- Every GRANT and REVOKE an extension script runs records the object's whole ACL as the
+-- extension's initial privileges (pg_init_privs), and pg_dump writes only what differs from
+-- those: the grants to your roles that this update copied to the new functions (and the update
+-- from 0.5.0 to its new signatures), and those your roles held when an update revoked a
+-- function from PUBLIC, were left out of dumps, and lost by a restore. A fresh install records
+-- grants to no role but the owner, PUBLIC and pg_monitor: the same is kept here, so pg_dump
+-- writes the rest as your grants.
+UPDATE pg_catalog.pg_init_privs i
+   SET initprivs = ARRAY(
+         SELECT a FROM pg_catalog.unnest(i.initprivs) a
+          WHERE (SELECT pg_catalog.bool_and(x.grantee OPERATOR(pg_catalog.=) ANY (ARRAY[
+                        0::pg_catalog.oid, p.proowner, 'pg_monitor'::pg_catalog.regrole::pg_catalog.oid]))
+                   FROM pg_catalog.aclexplode(ARRAY[a]) x))
+  FROM pg_catalog.pg_proc p, pg_catalog.pg_depend d
+ WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+   AND i.objsubid OPERATOR(pg_catalog.=) 0
+   AND i.objoid OPERATOR(pg_catalog.=) p.oid
+   AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+   AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+   AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+   AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e
+                                          WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen');
+
 -- What each function is: its COMMENT, generated from docs/reference (tests/integration/tests/docs.rs;
 -- SEQGEN_BLESS=1 writes it): edit the pages, not these lines.
 -- <comments>

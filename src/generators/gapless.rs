@@ -493,25 +493,34 @@ fn seqgen_gapless_create_trigger(tbl: pg_sys::Oid, number_column: &str, biz_tag:
 
 fn create_trigger(tbl: pg_sys::Oid, column: &str, tag: &str, key_column: &str) -> Res<()> {
     let settings = &[("search_path", "pg_catalog, pg_temp"), ("quote_all_identifiers", "off")];
-    let (name, may) = with_settings(settings, || {
+    // the lock CREATE TRIGGER takes, before the checks: the table checked is the one the
+    // trigger goes on (a refusal ends the caller's transaction or subtransaction, and the lock)
+    // SAFETY: locking an OID takes no catalog read; a missing table is refused below
+    unsafe { pg_sys::LockRelationOid(tbl, pg_sys::ShareRowExclusiveLock as pg_sys::LOCKMODE) };
+    // the caller may create triggers on the table and on each of its partitions (run as the
+    // superuser, CREATE TRIGGER on a partitioned table clones the trigger to its partitions
+    // without checking them), and (as seqgen.gapless_attach_targets) may call
+    // seqgen_gapless_attach; otherwise the first table it may not, by name
+    let refused: Option<String> = with_settings(settings, || {
         Spi::connect(|c| {
-            // (and, as seqgen.gapless_attach_targets, only for a caller of seqgen_gapless_attach)
             let r = c.select(
-                "SELECT $1::pg_catalog.regclass::pg_catalog.text, pg_catalog.has_table_privilege($1, 'TRIGGER') \
-                        AND pg_catalog.has_function_privilege(pg_catalog.format( \
+                "SELECT CASE WHEN NOT pg_catalog.has_function_privilege(pg_catalog.format( \
                             '%I.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text)', \
                             (SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n \
                                  ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
-                              WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen')), 'EXECUTE')",
+                              WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen')), 'EXECUTE') \
+                               OR pg_catalog.has_table_privilege($1, 'TRIGGER') IS NOT TRUE \
+                            THEN $1::pg_catalog.regclass::pg_catalog.text \
+                            ELSE (SELECT t.relid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_partition_tree($1) t \
+                                   WHERE NOT pg_catalog.has_table_privilege(t.relid, 'TRIGGER') LIMIT 1) END",
                 Some(1),
                 &[tbl.into()],
             )?;
-            let r = r.first();
-            Ok::<_, pgrx::spi::Error>((r.get::<String>(1)?.unwrap_or_default(), r.get::<bool>(2)?.unwrap_or(false)))
+            r.first().get::<String>(1)
         })
     })
     .map_err(spi_err)?;
-    if !may {
+    if let Some(name) = refused {
         return Err(SeqgenError::TablePermission(name));
     }
     as_superuser(|| {

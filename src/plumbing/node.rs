@@ -20,7 +20,7 @@
 //! coordinator's values. Until the allocator has read the group once since the area was
 //! claimed, callers wait for it (bounded by the call's deadline).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use pgrx::pg_sys;
 
@@ -322,19 +322,68 @@ fn confirmed_on(c: &pgrx::spi::SpiClient<'_>, g: i64) -> pgrx::spi::Result<Optio
     Ok(if row.get::<i64>(2)? == Some(1) { row.get::<i64>(1)? } else { None })
 }
 
-/// Run `SELECT seqgen.<call>` on the Citus coordinator (`call`: an internal function's call
-/// with its arguments, each a `%L` of `args`), through Citus's `run_command_on_coordinator`:
-/// its text answer, or why there is none. A coordinator whose extension is not updated to 1.0
-/// yet keeps its internal functions in the extension's schema: asked there when `seqgen` has
-/// none.
+/// Where the coordinator keeps the internal functions its workers call: schema `seqgen` (1.0),
+/// or the extension's schema (0.x, before its update). 0: not asked yet, 1: `seqgen`, 2: the
+/// extension's schema. Asked again after a call that failed (the coordinator may have been
+/// updated meanwhile), by looking, not by reading an error message (which is in the
+/// coordinator's language).
+static COORDINATOR_IN_SEQGEN: AtomicU8 = AtomicU8::new(0);
+
+/// Run `SELECT <schema>.<call>` on the Citus coordinator (`call`: an internal function's call
+/// with its arguments, each a `%L` of `args`; the schema where the coordinator keeps it),
+/// through Citus's `run_command_on_coordinator`: its text answer, or why there is none.
 pub fn on_coordinator(
     c: &pgrx::spi::SpiClient<'_>,
     call: &str,
     args: &[Option<&str>],
 ) -> std::result::Result<String, String> {
-    match on_coordinator_in(c, Some("seqgen"), call, args) {
-        Err(why) if why.contains("does not exist") && why.contains("seqgen.") => on_coordinator_in(c, None, call, args),
-        answer => answer,
+    let in_seqgen = match COORDINATOR_IN_SEQGEN.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let n = on_coordinator_run(
+                c,
+                "SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n \
+                   ON n.oid OPERATOR(pg_catalog.=) p.pronamespace \
+                 WHERE n.nspname OPERATOR(pg_catalog.=) 'seqgen' \
+                   AND p.proname OPERATOR(pg_catalog.=) 'seqgen_cluster_definitions'",
+            )?;
+            let yes = n.trim() != "0";
+            COORDINATOR_IN_SEQGEN.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+            yes
+        }
+    };
+    let answer = on_coordinator_in(c, in_seqgen.then_some("seqgen"), call, args);
+    if answer.is_err() {
+        COORDINATOR_IN_SEQGEN.store(0, Ordering::Relaxed);
+    }
+    answer
+}
+
+/// Run `command` (an SQL text) on the Citus coordinator: its text answer, or why there is none.
+fn on_coordinator_run(c: &pgrx::spi::SpiClient<'_>, command: &str) -> std::result::Result<String, String> {
+    let t = c
+        .select(
+            "SELECT r.success, r.result FROM pg_catalog.run_command_on_coordinator($1) r",
+            Some(1),
+            &[command.into()],
+        )
+        .map_err(|e| e.to_string())?;
+    answer_of(t)
+}
+
+/// The answer of a `run_command_on_coordinator` row.
+fn answer_of(t: pgrx::spi::SpiTupleTable<'_>) -> std::result::Result<String, String> {
+    if t.is_empty() {
+        return Err("no coordinator in the Citus metadata".into());
+    }
+    let r = t.first();
+    let ok = r.get::<bool>(1).map_err(|e| e.to_string())?.unwrap_or(false);
+    let text = r.get::<String>(2).map_err(|e| e.to_string())?.unwrap_or_default();
+    if ok {
+        Ok(text)
+    } else {
+        Err(format!("the coordinator answered: {text}"))
     }
 }
 
@@ -358,18 +407,7 @@ fn on_coordinator_in(
               FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
               WHERE e.extname OPERATOR(pg_catalog.=) 'pg_seqgen')) r"
     );
-    let t = c.select(&sql, Some(1), &values).map_err(|e| e.to_string())?;
-    if t.is_empty() {
-        return Err("no coordinator in the Citus metadata".into());
-    }
-    let r = t.first();
-    let ok = r.get::<bool>(1).map_err(|e| e.to_string())?.unwrap_or(false);
-    let text = r.get::<String>(2).map_err(|e| e.to_string())?.unwrap_or_default();
-    if ok {
-        Ok(text)
-    } else {
-        Err(format!("the coordinator answered: {text}"))
-    }
+    answer_of(c.select(&sql, Some(1), &values).map_err(|e| e.to_string())?)
 }
 
 /// Confirm that group `g` is this server's own: Citus lists an active primary (not a clone)

@@ -97,6 +97,28 @@ fn every_function_has_a_comment() {
     );
     assert!(missing.is_empty(), "functions without a COMMENT: {missing:#?}");
     assert!(user_facing >= 50, "only {user_facing} user-facing functions found");
+    // item 3: one function per name, options as DEFAULTs, so a GRANT names each by its name
+    // alone ("function name is not unique" for seqgen_next and seqgen_restart on 0.5.0)
+    s.batch_execute("CREATE ROLE s_grantee").unwrap();
+    let names: Vec<String> = s
+        .query(
+            "SELECT DISTINCT p.proname::text FROM pg_proc p
+               JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+               JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
+              WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let not_unique: Vec<String> = names
+        .iter()
+        .filter(|n| s.batch_execute(&format!("GRANT EXECUTE ON FUNCTION {n} TO s_grantee")).is_err())
+        .cloned()
+        .collect();
+    println!("GRANT EXECUTE ON FUNCTION <name>: {} names, {} not unique", names.len(), not_unique.len());
+    assert!(not_unique.is_empty(), "GRANT by name fails for {not_unique:?}");
 }
 
 /// Item 4: one NULL rule. Every administrative function given NULLs raises 22004 naming an
@@ -301,6 +323,23 @@ fn granted_roles_need_nothing_internal() {
     // a role granted TRIGGER on the table may attach it, as it may create triggers on it
     ops.batch_execute("CREATE TABLE ledger (id bigint, no bigint); GRANT TRIGGER ON ledger TO clerk").unwrap();
     clerk.batch_execute("SELECT seqgen_gapless_attach('ledger', 'no', 'inv')").unwrap();
+    // but not on a partitioned table with a partition it may not put triggers on (the trigger
+    // is created as the superuser, and cloned to every partition: each is checked first)
+    c.sql(
+        "CREATE TABLE events (id bigint, no bigint) PARTITION BY RANGE (id);
+         CREATE TABLE events_a PARTITION OF events FOR VALUES FROM (0) TO (100);
+         ALTER TABLE events OWNER TO ops; GRANT TRIGGER ON events TO clerk",
+    );
+    let e = clerk.batch_execute("SELECT seqgen_gapless_attach('events', 'no', 'inv')").unwrap_err();
+    let msg = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+    assert_eq!(sqlstate(&e).as_deref(), Some("42501"), "{e:?}");
+    assert!(msg.contains("events_a"), "the refusal names the partition: {msg}");
+    assert_eq!(
+        c.one_i64("SELECT count(*) FROM pg_trigger WHERE tgrelid IN ('events'::regclass, 'events_a'::regclass)"),
+        0
+    );
+    c.sql("GRANT TRIGGER ON events_a TO clerk");
+    clerk.batch_execute("SELECT seqgen_gapless_attach('events', 'no', 'inv')").unwrap();
     // the internal functions: nobody but a superuser can name them (schema seqgen), and they
     // check their caller when reached (a role given the use of the schema for the test)
     let internal = [

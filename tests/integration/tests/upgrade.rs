@@ -86,6 +86,12 @@ fn catalog_shape(c: &mut Client) -> Vec<String> {
         UNION ALL
         SELECT 'dumped ' || unnest(extconfig)::regclass FROM pg_extension WHERE extname = 'pg_seqgen'
         UNION ALL
+        -- the initial privileges pg_dump compares with: a grant recorded there is not dumped
+        SELECT 'initial privileges ' || i.objoid::regprocedure || ' ' || i.initprivs::text
+          FROM pg_init_privs i JOIN pg_depend d ON d.objid = i.objoid AND d.classid = 'pg_proc'::regclass
+          JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_seqgen'
+         WHERE i.classoid = 'pg_proc'::regclass AND d.deptype = 'e'
+        UNION ALL
         SELECT 'view ' || c.oid::regclass || ' ' || coalesce(c.relacl::text, 'default')
                || ' ' || coalesce(obj_description(c.oid, 'pg_class'), 'no comment') || ' ' || pg_get_viewdef(c.oid)
           FROM pg_class c JOIN pg_depend d ON d.objid = c.oid AND d.classid = 'pg_class'::regclass
@@ -340,6 +346,20 @@ fn upgrade(old: &str, from: &str, port: u16) {
     let adopted = c.one_i64("SELECT seqgen_adopt('up_adopted', 'up_legacy', 'id')");
     assert!(adopted >= 4, "adopting after the update from {from} started at {adopted}");
     c.sql("INSERT INTO up_legacy DEFAULT VALUES");
+    // and a dump keeps the grants the update copied (it writes what differs from the
+    // extension's initial privileges, where an update script's GRANT would record them)
+    let dump = as_postgres(
+        &format!("{}/pg_dump", pg_bin()),
+        &["-h", &c.dir.display().to_string(), "-p", &port.to_string(), "-U", "postgres", "-s", "postgres"],
+    );
+    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    for grant in [
+        "ON FUNCTION public.seqgen_next(biz_tag text, key text) TO up_drawer",
+        "ON FUNCTION seqgen.seqgen_next(biz_tag text) TO up_drawer",
+    ] {
+        assert!(dump.contains(grant), "the dump after the update from {from} lacks GRANT ... {grant}");
+    }
     // a DEFAULT made after the update calls the new form
     c.sql("ALTER TABLE up_drawn ADD COLUMN id2 bigint DEFAULT seqgen_next('seg')");
     let new_default: String = c
