@@ -11,7 +11,7 @@
 -- tag) keep their OIDs and take the DEFAULTs; 0.x's forms without it move into schema seqgen
 -- with their OIDs and grants, so the column DEFAULTs, views and rules that stored them keep
 -- calling them (PL/pgSQL and SQL bodies name them, and find the new ones). A role granted the
--- one-argument form gets the new one too: its calls by name reach it now.
+-- one-argument form gets the new one too (below): its calls by name reach it now.
 ALTER FUNCTION @extschema@.seqgen_next(pg_catalog.text) SET SCHEMA seqgen;
 ALTER FUNCTION @extschema@.seqgen_order_no(pg_catalog.text) SET SCHEMA seqgen;
 ALTER FUNCTION @extschema@.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text) SET SCHEMA seqgen;
@@ -39,32 +39,6 @@ CREATE OR REPLACE FUNCTION @extschema@."seqgen_render"(
 STRICT STABLE PARALLEL SAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'seqgen_render_with_tag_wrapper';
-DO $$
-DECLARE
-    f record;
-    g record;
-BEGIN
-    FOR f IN SELECT * FROM (VALUES
-        ('seqgen.seqgen_next(pg_catalog.text)'::pg_catalog.regprocedure,
-         '@extschema@.seqgen_next(pg_catalog.text, pg_catalog.text)'::pg_catalog.regprocedure),
-        ('seqgen.seqgen_order_no(pg_catalog.text)'::pg_catalog.regprocedure,
-         '@extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text)'::pg_catalog.regprocedure)) AS v(old, new)
-    LOOP
-        -- (PostgreSQL records each copy as granted by the function's owner, as the update
-        -- from 0.5.0 did)
-        FOR g IN SELECT a.grantee, a.is_grantable
-                   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-                  WHERE p.oid OPERATOR(pg_catalog.=) f.old AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-                    AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-        LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
-                f.new::pg_catalog.regprocedure,
-                CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
-                CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END LOOP;
-END
-$$;
 COMMENT ON FUNCTION seqgen.seqgen_next(pg_catalog.text) IS 'pg_seqgen 0.x''s seqgen_next(biz_tag), kept for the DEFAULTs and views made before 1.0: the same draw as seqgen_next(biz_tag)';
 COMMENT ON FUNCTION seqgen.seqgen_order_no(pg_catalog.text) IS 'pg_seqgen 0.x''s seqgen_order_no(biz_tag), kept for the DEFAULTs and views made before 1.0: the same draw as seqgen_order_no(biz_tag)';
 COMMENT ON FUNCTION seqgen.seqgen_render(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text) IS 'pg_seqgen 0.x''s seqgen_render without a tag, kept for the views made before 1.0';
@@ -248,7 +222,7 @@ COMMENT ON FUNCTION seqgen.seqgen_adopt_column(pg_catalog.text, pg_catalog.text,
 -- seqgen_gapless_attach: a role granted it needs no grant on the trigger function (0.x's,
 -- with its caller's rights, needed EXECUTE on seqgen_gapless_assign, which it named in CREATE
 -- TRIGGER), and its first parameter is tbl (it was "table", a reserved word; a new name needs a
--- new function: the old one's grants are carried over, and it is dropped). The trigger
+-- new function: the old one's grants are carried over below, and it is dropped). The trigger
 -- function moves into schema seqgen (the triggers name it by OID); seqgen_gapless_attach is a
 -- BEGIN ATOMIC body that reaches what checks the call and what creates the trigger by OID.
 -- (The same text as sql/gapless.sql.)
@@ -377,22 +351,6 @@ BEGIN ATOMIC
       FROM seqgen.gapless_attach_targets(tbl, number_column, biz_tag, key_column) AS t;
 END;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
-DO $$
-DECLARE
-    g record;
-BEGIN
-    FOR g IN SELECT a.grantee, a.is_grantable
-               FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-              WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.seqgen_gapless_attach_0x(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text)'::pg_catalog.regprocedure
-                AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) TO %s%s',
-            CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
-            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-END
-$$;
-DROP FUNCTION @extschema@.seqgen_gapless_attach_0x(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text);
 -- the event trigger that attaches new inheritance children finds the trigger function there
 CREATE OR REPLACE FUNCTION seqgen.gapless_inherit() RETURNS event_trigger
 LANGUAGE plpgsql
@@ -459,7 +417,8 @@ COMMENT ON FUNCTION seqgen.seqgen_gapless_create_trigger(pg_catalog.oid, pg_cata
 
 -- seqgen_cluster_nodes() and seqgen_cluster_refused(): their first column is citus_nodeid (it
 -- was nodeid, beside node_id in the first: two names a letter apart for two numbers). A new
--- row type needs a new function: the old ones' grants are carried over, and they are dropped.
+-- row type needs a new function: the old ones' grants are carried over below, and they are
+-- dropped.
 -- (The same text as sql/citus.sql.)
 ALTER FUNCTION @extschema@.seqgen_cluster_nodes() RENAME TO seqgen_cluster_nodes_0x;
 ALTER FUNCTION @extschema@.seqgen_cluster_refused() RENAME TO seqgen_cluster_refused_0x;
@@ -531,32 +490,49 @@ END;
 $$;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_nodes() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.seqgen_cluster_refused() FROM PUBLIC;
+
+-- The grants of every function this update replaced go to its successor: the one-argument
+-- draws' (which stay, in schema seqgen) to the draws with a key, and those of the functions
+-- renamed away above (which go) to their new forms. (PostgreSQL records each copy as granted
+-- by the function's owner, as the update from 0.5.0 did.)
 DO $$
 DECLARE
-    f pg_catalog.text;
+    f record;
     g record;
 BEGIN
-    FOREACH f IN ARRAY ARRAY['seqgen_cluster_nodes', 'seqgen_cluster_refused'] LOOP
+    FOR f IN SELECT * FROM (VALUES
+        ('seqgen.seqgen_next(pg_catalog.text)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_next(pg_catalog.text, pg_catalog.text)'::pg_catalog.regprocedure),
+        ('seqgen.seqgen_order_no(pg_catalog.text)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_order_no(pg_catalog.text, pg_catalog.text)'::pg_catalog.regprocedure),
+        ('@extschema@.seqgen_gapless_attach_0x(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text)'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_gapless_attach(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text)'::pg_catalog.regprocedure),
+        ('@extschema@.seqgen_cluster_nodes_0x()'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_cluster_nodes()'::pg_catalog.regprocedure),
+        ('@extschema@.seqgen_cluster_refused_0x()'::pg_catalog.regprocedure,
+         '@extschema@.seqgen_cluster_refused()'::pg_catalog.regprocedure)) AS v(old, new)
+    LOOP
         FOR g IN SELECT a.grantee, a.is_grantable
                    FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-                  WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.format('@extschema@.%s_0x()', f)::pg_catalog.regprocedure
-                    AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+                  WHERE p.oid OPERATOR(pg_catalog.=) f.old AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                    AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
         LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.%s() TO %s%s', f,
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
+                f.new::pg_catalog.regprocedure,
                 CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
                 CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
         END LOOP;
     END LOOP;
 END
 $$;
+DROP FUNCTION @extschema@.seqgen_gapless_attach_0x(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text);
 DROP FUNCTION @extschema@.seqgen_cluster_nodes_0x();
 DROP FUNCTION @extschema@.seqgen_cluster_refused_0x();
 
 -- Every GRANT and REVOKE an extension script runs records the object's whole ACL as the
 -- extension's initial privileges (pg_init_privs), and pg_dump writes only what differs from
 -- those: the grants to your roles that this update copied to the new functions (and the update
--- from 0.5.0 to its new signatures), and those your roles held when an update revoked a
--- function from PUBLIC, were left out of dumps, and lost by a restore. A fresh install records
+-- from 0.5.0 to its new signatures) were left out of dumps, and lost by a restore. A fresh install records
 -- grants to no role but the owner, PUBLIC and pg_monitor: the same is kept here, so pg_dump
 -- writes the rest as your grants.
 UPDATE pg_catalog.pg_init_privs i

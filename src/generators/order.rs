@@ -301,9 +301,9 @@ fn set_template_locked(tag: &str, text: &str, t: &Template, zone: &str, tz: Tz) 
 /// `seqgen.seqgen_order_no(text)`: 0.x's one-argument form, kept for what stored it by OID
 /// (moved into schema `seqgen` by the update to 1.0, as `seqgen_next(text)` was).
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_order_no(biz_tag: &str) -> &str {
+fn seqgen_order_no(biz_tag: TagArg<'_>) -> &str {
     crate::plumbing::wait::begin_call();
-    order_no(biz_tag).or_raise()
+    order_no(biz_tag.0).or_raise()
 }
 
 /// The next order number of a tag (`key` empty, the default), or of `biz_tag`'s counter for

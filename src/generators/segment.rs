@@ -19,8 +19,14 @@ use seqgen_core::adaptive::interleave;
 /// (column DEFAULTs, views made before 1.0: the update moved it into schema `seqgen`) and for
 /// dumps of such databases; the same draw as `seqgen_next(biz_tag)`. Its C symbol is 0.x's.
 #[pg_extern(volatile, parallel_unsafe)]
-fn seqgen_next(biz_tag: &str) -> i64 {
+fn seqgen_next(biz_tag: TagArg<'_>) -> i64 {
     crate::plumbing::wait::begin_call();
+    draw(biz_tag.0)
+}
+
+/// The next ID of the tag's own counter, remembered for `seqgen_currval`.
+#[inline]
+fn draw(biz_tag: &str) -> i64 {
     let value = next(biz_tag).or_raise();
     directory::record(biz_tag, value);
     value
@@ -36,9 +42,7 @@ fn seqgen_next_key(biz_tag: TagArg<'_>, key: default!(KeyArg<'_>, "''")) -> i64 
     let TagArg(biz_tag) = biz_tag;
     crate::plumbing::wait::begin_call();
     let KeyArg(Some(key)) = key else {
-        let value = next(biz_tag).or_raise();
-        directory::record(biz_tag, value);
-        return value;
+        return draw(biz_tag);
     };
     with_key_name(biz_tag, key, |name| {
         let value = next(name)?;

@@ -274,6 +274,9 @@ enum Admin {
     /// `seqgen_stats_reset()`: by a superuser it sets the counters to zero (not
     /// transactional, as `pg_stat_reset()`); `fz_app` is refused (42501).
     StatsReset,
+    /// `seqgen_gapless_attach` by `fz_app`, granted it, of `fz_attach_t`, a table it does not
+    /// own: refused (42501), as 1.0 creates the trigger itself once it has checked the caller.
+    AttachNotOwned,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -432,10 +435,11 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     19..=20 | 26..=28 => Admin::Grant(t, rng.random_bool(0.5)),
                     21..=22 => Admin::Apply(rng.random_range(0..2), t),
                     23 if rng.random_bool(0.3) => Admin::Apply(2, t),
-                    24 => match rng.random_range(0..5) {
+                    24 => match rng.random_range(0..6) {
                         0 => Admin::KeyStatus(t),
                         1 => Admin::ColumnTag(t),
                         2 => Admin::StatsReset,
+                        5 => Admin::AttachNotOwned,
                         v => Admin::Status(v == 3),
                     },
                     _ => Admin::BadInput(rng.random_range(0..16)),
@@ -448,8 +452,9 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     (Admin::HandRaise(..), Shape::Auto) => Shape::Commit,
                     (_, sh) => sh,
                 };
-                // seqgen_status() is checked by what the ordinary role fz_app sees
-                Op::Admin(if matches!(a, Admin::Status(_)) { 3 } else { s }, a, sh)
+                // seqgen_status() is checked by what the ordinary role fz_app sees, and an attach
+                // of a table it does not own is fz_app's
+                Op::Admin(if matches!(a, Admin::Status(_) | Admin::AttachNotOwned) { 3 } else { s }, a, sh)
             }
             80..=89 => {
                 let db = rng.random_range(0..DBS.len());
@@ -605,6 +610,8 @@ impl Run {
                  ALTER TABLE gl_t ENABLE ROW LEVEL SECURITY;
                  CREATE POLICY gl_app ON gl_t TO fz_app USING (k IN ('k0', 'k1', 'k2')) WITH CHECK (k LIKE 'k_');
                  CREATE TABLE gl_d (k text NOT NULL, no bigint NOT NULL);
+                 CREATE TABLE fz_attach_t (k text, no bigint);
+                 GRANT EXECUTE ON FUNCTION seqgen_gapless_attach TO fz_app;
                  -- DEFAULTs that draw from every tag (never inserted into: seqgen_column_tag
                  -- reads them, and a dropped tag's error names them)
                  CREATE TABLE fz_cols (c_a bigint DEFAULT seqgen_next('a'), c_b bigint DEFAULT seqgen_next('b'),
@@ -1138,6 +1145,7 @@ impl Run {
             Admin::Status(false) => "SELECT biz_tag FROM seqgen_status()".to_string(),
             Admin::Status(true) => "SELECT biz_tag FROM seqgen_tags".to_string(),
             Admin::StatsReset => "SELECT seqgen_stats_reset()".to_string(),
+            Admin::AttachNotOwned => "SELECT seqgen_gapless_attach('fz_attach_t', 'no', 'gl', 'k')".to_string(),
             Admin::ColumnTag(t) => format!(
                 "DO $$ BEGIN IF seqgen_column_tag('fz_cols', 'c_{0}') IS DISTINCT FROM '{0}' THEN \
                  RAISE EXCEPTION 'seqgen_column_tag(fz_cols, c_{0}) is not {0}' USING ERRCODE = 'XX001'; \
@@ -1180,6 +1188,15 @@ impl Run {
                 .collect(),
             _ => vec![a.clone()],
         };
+        if let Admin::AttachNotOwned = a {
+            match &rows {
+                Ok(_) => return Err("fz_app attached fz_attach_t, a table it does not own".into()),
+                Err(st) if st != "42501" => {
+                    return Err(format!("fz_app's attach of a table it does not own failed with {st}, not 42501"))
+                }
+                Err(_) => {}
+            }
+        }
         if let Admin::StatsReset = a {
             if s == 3 && rows.is_ok() {
                 return Err("fz_app reset the counters".into());
