@@ -17,8 +17,15 @@ use crate::plumbing::shmem::{self, Header, Ident, Mailbox, TagSlot};
 
 /// One unit of work gathered from shared memory.
 pub(super) enum Job {
-    /// Load a tag into a slot (mailbox index and use, tag).
-    Load { mb: usize, seq: u64, tag: String },
+    /// Load a tag into a slot (mailbox index and use, tag). `draw_as`: the role whose first
+    /// draw of a keyed counter asked for the load (0: a load only); its first segment is
+    /// reserved in the same transaction when that role may draw from the tag (one round trip
+    /// for a new key instead of two).
+    /// `acl_epoch`: the database's `acl_epoch` before the load's catalog read (`None`: a
+    /// prepared transaction may change grants), under which the grants the load read are kept
+    /// in the slot for the backends' first draws.
+    /// `retired`: the area's `retire_requests` then (see `publish::finish`).
+    Load { mb: usize, seq: u64, tag: String, draw_as: u32, acl_epoch: Option<u64>, retired: u64 },
     /// Reserve a dedicated range of `n` values for the tag of a slot.
     Range { mb: usize, seq: u64, slot: SlotRef, n: i64 },
     /// Read the template of a slot's tag into the slot.
@@ -70,8 +77,9 @@ pub(super) enum Outcome {
     /// Snowflake: the persisted high-water ID was read (Load) or written (Extend); `None`:
     /// the row was locked.
     Snowflake(Option<i64>),
-    /// Loads: the tag exists, with this configured step, identity and owner.
-    Loaded(catalog::Loaded),
+    /// Loads: the tag exists, with this configured step, identity and owner; with the first
+    /// segment of a keyed counter when one was reserved (`Reserve::Done`).
+    Loaded(catalog::Loaded, Option<Reserve>),
     Template(TemplateRead),
     Order(OrderReserve),
     /// Verify: the slots that no longer serve their row.
@@ -95,7 +103,7 @@ pub(super) fn run_job(
         // without a template) has reserved nothing.
         Job::Load { tag, .. } => match plans.tag_load(client, tag)? {
             Some(l) if l.gapless => Outcome::Reserved(Reserve::Gapless),
-            Some(l) => Outcome::Loaded(l),
+            Some(l) => Outcome::Loaded(l, None),
             None => Outcome::Reserved(Reserve::Missing),
         },
         Job::Range { slot, n, .. } => Outcome::Reserved(plans.reserve_for(client, &slot.tag, slot.ident, |_| *n)?),
@@ -133,6 +141,28 @@ pub(super) fn run_job(
             Outcome::Stale(refs.iter().filter(|r| !serves(r)).map(|r| r.idx).collect())
         }
     })
+}
+
+/// The first segment of a keyed counter just loaded (`loaded`, the row a load read) for the
+/// first draw of `role`, if that role may draw from the tag as its row has it under the
+/// reservation's lock; reserved from that row only (its identity is checked there too), sized
+/// as the first prefetch after a load would be. `None`: not a keyed counter, or not allowed (the caller's own check refuses it next),
+/// or nothing reserved (the draw asks for its segment as usual, and meets any failure then).
+pub(super) fn first_segment(
+    client: &mut SpiClient<'_>,
+    plans: &catalog::Plans,
+    name: &str,
+    loaded: &catalog::Loaded,
+    role: u32,
+    policy: &seqgen_core::adaptive::StepPolicy,
+) -> pgrx::spi::Result<Option<Reserve>> {
+    if role == 0 || shmem::split_name(name).1.is_none() || loaded.gapless {
+        return Ok(None);
+    }
+    let cur = loaded.step;
+    let r =
+        plans.reserve_first_of_key(client, name, loaded.ident, move |step| key_step(policy, cur, step, None), role)?;
+    Ok(matches!(r, Reserve::Done { .. }).then_some(r))
 }
 
 /// How many values the next reservation of `name` (a tag, or a tag and a key) takes, given

@@ -13,6 +13,7 @@ use crate::background::jobs::{Job, Outcome, SlotRef};
 use crate::background::process::JobError;
 use crate::background::slots::assign_slot;
 use crate::generators::snowflake::{self, SnowflakeJob};
+use crate::plumbing::acl::Grants;
 use crate::plumbing::catalog::{mode, OrderReserve, Reserve, TemplateRead};
 use crate::plumbing::directory::code;
 use crate::plumbing::guc;
@@ -64,6 +65,8 @@ fn reserve_code(r: &Reserve) -> u32 {
         Reserve::Gapless => code::GAPLESS,
         Reserve::KeyedOpaque => code::KEYED_OPAQUE,
         Reserve::KeyLimit => code::KEY_LIMIT,
+        // (only a load's first segment, which is then not reserved: never published)
+        Reserve::NotAllowed => code::INTERNAL,
     }
 }
 
@@ -89,6 +92,30 @@ fn publish_counted(h: &'static Header, r: &SlotRef, buf: &SegmentBuffer, seg: Se
     });
 }
 
+/// A segment reserved for the slot of `r` (`s`): the slot's step and state, then the segment
+/// published. Publishing fails only if a segment is already waiting; then this one is skipped
+/// (a gap, never a duplicate).
+fn publish_segment(
+    h: &'static Header,
+    r: &SlotRef,
+    s: &TagSlot,
+    range: Reservation,
+    opaque: Option<(i64, Key)>,
+    node_bits: u32,
+    now: i64,
+) {
+    s.locked.store(0, Ordering::Relaxed);
+    s.err_code.store(code::OK, Ordering::Relaxed);
+    s.cur_step.store(range.len() as i64, Ordering::Relaxed);
+    s.last_alloc_ms.store(now, Ordering::Relaxed);
+    let mut seg = segment_of(range);
+    if let Some((from, key)) = &opaque {
+        set_opaque(s, *from, key);
+    }
+    seg.period = mode(opaque.is_some(), node_bits, node::is_citus_db(h));
+    publish_counted(h, r, &s.seg, seg);
+}
+
 /// Retire the slot of `r` if it still has the job's generation.
 fn retire_ref(h: &'static Header, r: &SlotRef) {
     shmem::with_dir_lock(h, true, || {
@@ -112,8 +139,32 @@ fn failure_code(o: &Outcome) -> u32 {
 /// Apply a committed outcome to shared memory.
 pub(super) fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) {
     match (job, outcome) {
-        (Job::Load { mb, seq, tag }, Outcome::Loaded(l)) => {
-            let (idx, gen) = assign_slot(h, tag, l, now);
+        (Job::Load { mb, seq, tag, acl_epoch, retired, .. }, Outcome::Loaded(l, first)) => {
+            let ident = l.ident;
+            let grants = Grants::committed(l.owner, l.public, &l.drawers);
+            let (idx, gen, fresh) = assign_slot(h, tag, l, now);
+            // A catalog change that committed after this cycle began (a drop, an advance: they
+            // wait for the reservation's lock on the tag's row) retired the tag's slots at its
+            // commit, perhaps before this slot existed: then what the load read is not given
+            // to the slot (the first draw asks for its segment, from the row as it is now). A
+            // change after this point retires the slot itself.
+            let unchanged = h.retire_requests.load(Ordering::Acquire) == *retired;
+            if let (Some(epoch), true) = (acl_epoch, unchanged) {
+                // the grants this load read, for backends' first draws without the catalog
+                shmem::all_slots(h)[idx].grants.publish(gen, *epoch, &grants);
+            }
+            if let Some(Reserve::Done { range, opaque, node_bits, .. }) = first {
+                if fresh && unchanged {
+                    // a keyed counter's first segment, reserved in the load's transaction (from
+                    // the row the slot serves: its identity was checked under the row's lock)
+                    let r = SlotRef { idx, gen, ident, tag: tag.clone() };
+                    publish_segment(h, &r, &shmem::all_slots(h)[idx], range, opaque, node_bits, now);
+                } else {
+                    // the key was loaded by another request meanwhile (its slot has its own
+                    // segments and step), or its tag changed: a gap
+                    h.stats.unpublished(range.len());
+                }
+            }
             answer(&h.mailboxes[*mb], *seq, code::OK, idx as i64, gen as i64, "")
         }
         (Job::Range { mb, seq, slot, .. }, Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. })) => {
@@ -222,18 +273,7 @@ pub(super) fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) 
             };
             match o {
                 Outcome::Reserved(Reserve::Done { range, opaque, node_bits, .. }) => {
-                    s.locked.store(0, Ordering::Relaxed);
-                    s.err_code.store(code::OK, Ordering::Relaxed);
-                    s.cur_step.store(range.len() as i64, Ordering::Relaxed);
-                    s.last_alloc_ms.store(now, Ordering::Relaxed);
-                    let mut seg = segment_of(range);
-                    if let Some((from, key)) = &opaque {
-                        set_opaque(s, *from, key);
-                    }
-                    seg.period = mode(opaque.is_some(), node_bits, node::is_citus_db(h));
-                    // Publishing fails only if a segment is already waiting; then this one is
-                    // skipped (a gap, never a duplicate).
-                    publish_counted(h, slot, &s.seg, seg);
+                    publish_segment(h, slot, s, range, opaque, node_bits, now)
                 }
                 Outcome::Reserved(Reserve::Locked) | Outcome::Failed(JobError { locked: true, .. }) => {
                     s.locked.store(1, Ordering::Relaxed)

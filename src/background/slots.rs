@@ -19,7 +19,9 @@ use crate::plumbing::stats::Lost;
 /// the first segment has the configured step (Leaf's rule then sees a "slow" previous segment
 /// and does not grow the step); the first order-number block has one number (it grows while
 /// blocks are used up quickly), so that what an eviction takes from a tag's period is small.
-pub(crate) fn assign_slot(h: &'static Header, tag: &str, loaded: catalog::Loaded, now: i64) -> (usize, u64) {
+/// The slot of a loaded tag: its index and generation, and whether it is new (`false`: the tag
+/// already had one, for the same catalog row).
+pub(crate) fn assign_slot(h: &'static Header, tag: &str, loaded: catalog::Loaded, now: i64) -> (usize, u64, bool) {
     let (step, ident) = (loaded.step, loaded.ident);
     let evicted = shmem::with_dir_lock(h, true, || {
         let slots = shmem::all_slots(h);
@@ -82,7 +84,7 @@ pub(crate) fn assign_slot(h: &'static Header, tag: &str, loaded: catalog::Loaded
         Err((idx, gen, evicted))
     });
     let (idx, gen, evicted) = match evicted {
-        Ok(found) => return found,
+        Ok((idx, gen)) => return (idx, gen, false),
         Err(assigned) => assigned,
     };
     if let Some((name, idle_ms)) = evicted {
@@ -98,7 +100,7 @@ pub(crate) fn assign_slot(h: &'static Header, tag: &str, loaded: catalog::Loaded
             );
         }
     }
-    (idx, gen)
+    (idx, gen, true)
 }
 
 /// How many slots the eviction looks at (from a moving hand, like Redis's sampled LRU): the

@@ -31,7 +31,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use seqgen_core::template::{self, Template, Tz};
 
-use crate::background::jobs::{run_job, Job, Outcome, SlotRef};
+use crate::background::jobs::{first_segment, run_job, Job, Outcome, SlotRef};
 use crate::background::process::{alive, in_subtransaction, in_transaction, set_option, JobError};
 use crate::background::publish::{answer, finish};
 use crate::background::slots::update_rates;
@@ -436,6 +436,15 @@ impl Worker {
                 .iter()
                 .map(|job| match (&self.plans, &missing) {
                     (Some(plans), None) => match in_subtransaction(|c| run_job(c, plans, job, slots, &policy)) {
+                        // a keyed counter's first segment, in a subtransaction of its own: a
+                        // failure there leaves the load done (the draw asks again, as usual)
+                        Ok(Outcome::Loaded(l, None)) => match job {
+                            Job::Load { tag, draw_as, .. } if *draw_as != 0 => {
+                                let first = in_subtransaction(|c| first_segment(c, plans, tag, &l, *draw_as, &policy));
+                                Outcome::Loaded(l, first.ok().flatten())
+                            }
+                            _ => Outcome::Loaded(l, None),
+                        },
                         Ok(o) => o,
                         Err(e) => Outcome::Failed(e),
                     },
@@ -630,7 +639,19 @@ fn gather(h: &'static Header, now: i64, periodic: bool, candidates: &[usize]) ->
         }
         let tag = String::from_utf8_lossy(&mb.name()).into_owned();
         match mb.kind.load(Ordering::Relaxed) {
-            shmem::REQ_LOAD => jobs.push(Job::Load { mb: i, seq, tag }),
+            shmem::REQ_LOAD => {
+                // loaded before any snapshot of the cycle's transaction (as a backend loads it
+                // before its catalog read; see `acl::SharedGrants`)
+                let retired = h.retire_requests.load(Ordering::Acquire);
+                let epoch = h.acl_epoch.load(Ordering::Acquire);
+                let settled = h.acl_prepared.load(Ordering::Acquire) == 0;
+                // one first segment per key and cycle (several sessions' first draws of one
+                // new key would each reserve one; the others' would be gaps)
+                let first = settled
+                    && !jobs.iter().any(|j| matches!(j, Job::Load { tag: t, draw_as: d, .. } if *d != 0 && *t == tag));
+                let draw_as = if first { mb.n.load(Ordering::Relaxed) as u32 } else { 0 };
+                jobs.push(Job::Load { mb: i, seq, tag, draw_as, acl_epoch: settled.then_some(epoch), retired })
+            }
             kind @ (shmem::REQ_TEMPLATE | shmem::REQ_RANGE) => match SlotRef::of_request(h, mb) {
                 Some(slot) if kind == shmem::REQ_TEMPLATE => jobs.push(Job::Template { mb: i, seq, slot }),
                 Some(slot) => jobs.push(Job::Range { mb: i, seq, slot, n: mb.n.load(Ordering::Relaxed) }),

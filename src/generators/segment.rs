@@ -97,7 +97,7 @@ pub fn next(tag: &str) -> Result<i64> {
         Some(Ok(value)) => Ok(value),
         Some(Err((r, hint, d))) => next_from(tag, r, hint, Some(d)),
         None => {
-            let (r, hint) = directory::resolve_hinted(tag)?;
+            let (r, hint) = directory::resolve_for_draw(tag)?;
             next_from(tag, r, hint, None)
         }
     }

@@ -168,6 +168,12 @@ pub struct Grants {
 }
 
 impl Grants {
+    /// The grants of a committed catalog row (the allocator's read of a tag it loads).
+    pub fn committed(owner: u32, public: bool, drawers: &[u32]) -> Grants {
+        let drawers = drawers.iter().map(|&d| pg_sys::Oid::from(d)).collect();
+        Grants { owner: pg_sys::Oid::from(owner), public, drawers, written_here: false }
+    }
+
     /// May the current user draw from the tag: it is public, or the user is a member of its
     /// owner or of a role it was granted to (or a superuser).
     pub fn may_draw(&self) -> bool {

@@ -38,6 +38,8 @@ pub enum Reserve {
     KeyedOpaque,
     /// A new key, and the tag's owner has `seqgen.max_keys_per_role` keys.
     KeyLimit,
+    /// A key's first segment with its load: the drawing role may not draw from the tag.
+    NotAllowed,
 }
 
 /// Every statement reads rows with `FOR NO KEY UPDATE SKIP LOCKED` (never waiting for a row
@@ -47,8 +49,8 @@ const LOCK_ROW: &str = "SELECT max_id, step, opaque_from, node_bits, tableoid::p
      FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED";
 const ROW_EXISTS: &str = "SELECT true FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const KEY_READ: &str = "SELECT key FROM seqgen.opaque_key WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-const TAG_LOAD: &str = "SELECT step, tableoid::pg_catalog.int8, tag_id, gapless, owner::pg_catalog.oid::pg_catalog.int8 FROM seqgen.alloc \
-     WHERE biz_tag OPERATOR(pg_catalog.=) $1";
+const TAG_LOAD: &str = "SELECT step, tableoid::pg_catalog.int8, tag_id, gapless, owner::pg_catalog.oid::pg_catalog.int8, \
+     public_draw, drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1";
 const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seqgen.alloc \
      WHERE biz_tag OPERATOR(pg_catalog.=) ANY ($1)";
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
@@ -56,7 +58,8 @@ const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_
 /// Keyed counters: the tag's row is read `FOR KEY SHARE` (a drop waits for the reservation,
 /// an alter or restart does not), the key's row locked `FOR UPDATE`.
 const KEY_TAG_ROW: &str = "SELECT step, node_bits, tableoid::pg_catalog.int8, tag_id, start_with, \
-     opaque_from IS NOT NULL, gapless, owner::pg_catalog.oid::pg_catalog.int8 FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
+     opaque_from IS NOT NULL, gapless, owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
+     drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
      FOR KEY SHARE SKIP LOCKED";
 const KEY_ROW: &str = "SELECT max_id, step FROM seqgen.key_counter WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
      AND key OPERATOR(pg_catalog.=) $2 FOR UPDATE SKIP LOCKED";
@@ -179,12 +182,30 @@ fn ident_of(rel: Option<i64>, tag_id: Option<i64>) -> Ident {
 /// What loading a tag (or a key of it) reads: its step (a key's own), its row's identity,
 /// whether it is gapless, and its owner (the role whose slots an eviction for this tag takes
 /// first).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Loaded {
     pub step: i64,
     pub ident: Ident,
     pub gapless: bool,
     pub owner: u32,
+    /// Everyone may draw (`public_draw`), and the roles granted (`drawers`).
+    pub public: bool,
+    pub drawers: Vec<u32>,
+}
+
+/// May `role` draw from a tag whose row has this owner and these grants: a superuser, a member
+/// of its owner or of a role it was granted to, or anyone when it is public (as
+/// `acl::Grants::may_draw` decides for the current user), with the role memberships this
+/// process's catalog snapshot sees.
+fn may_draw_as(role: u32, owner: u32, public: bool, drawers: &[u32]) -> bool {
+    let me = pg_sys::Oid::from(role);
+    let has = |g: u32| unsafe { pg_sys::has_privs_of_role(me, pg_sys::Oid::from(g)) };
+    public || unsafe { pg_sys::superuser_arg(me) } || has(owner) || drawers.iter().any(|&g| has(g))
+}
+
+/// Role OIDs of an `int8[]` column (NULL elements left out).
+fn oids(v: Option<Vec<Option<i64>>>) -> Vec<u32> {
+    v.unwrap_or_default().into_iter().flatten().map(|g| g as u32).collect()
 }
 
 /// The worker's statements, planned once and kept across transactions (SPI_keepplan).
@@ -298,7 +319,10 @@ impl Plans {
         let (step, rel, id) = row.get_three::<i32, i64, i64>()?;
         let gapless = row.get::<bool>(4)?.unwrap_or(false);
         let owner = row.get::<i64>(5)?.unwrap_or(0) as u32;
-        Ok(Some(Loaded { step: step.unwrap_or(1) as i64, ident: ident_of(rel, id), gapless, owner }))
+        let public = row.get::<bool>(6)?.unwrap_or(false);
+        let drawers =
+            row.get::<Vec<Option<i64>>>(7)?.unwrap_or_default().into_iter().flatten().map(|g| g as u32).collect();
+        Ok(Some(Loaded { step: step.unwrap_or(1) as i64, ident: ident_of(rel, id), gapless, owner, public, drawers }))
     }
 
     /// The identities of the named tags that exist.
@@ -442,7 +466,7 @@ impl Plans {
         size: impl FnOnce(i64) -> i64,
     ) -> spi::Result<Reserve> {
         if let (tag, Some(key)) = split_name(tag) {
-            return self.reserve_for_key(client, tag, key, expect, size);
+            return self.reserve_for_key(client, tag, key, expect, size, None);
         }
         let row = client.update(&self.lock_row, Some(1), &[tag.into()])?;
         if row.is_empty() {
@@ -472,8 +496,27 @@ impl Plans {
         Ok(Reserve::Done { range, step, opaque, node_bits })
     }
 
+    /// The first segment of the keyed counter `name` (a tag and a key) for a draw of `role`:
+    /// as [`Plans::reserve_for`], if that role may draw from the tag as its row has it when
+    /// locked (else `Reserve::NotAllowed`, and nothing made or reserved).
+    pub fn reserve_first_of_key(
+        &self,
+        client: &mut SpiClient<'_>,
+        name: &str,
+        expect: Ident,
+        size: impl FnOnce(i64) -> i64,
+        role: u32,
+    ) -> spi::Result<Reserve> {
+        match split_name(name) {
+            (tag, Some(key)) => self.reserve_for_key(client, tag, key, expect, size, Some(role)),
+            _ => Ok(Reserve::NotAllowed),
+        }
+    }
+
     /// [`Plans::reserve_for`] of `tag`'s counter for `key` (created at its first reservation,
     /// starting at the tag's `start_with`). `size` is given the tag's configured step.
+    /// `draw_as`: reserve only if this role may draw from the tag (checked on the locked row,
+    /// before a new key counts against its owner's `seqgen.max_keys_per_role`).
     fn reserve_for_key(
         &self,
         client: &mut SpiClient<'_>,
@@ -481,6 +524,7 @@ impl Plans {
         key: &str,
         expect: Ident,
         size: impl FnOnce(i64) -> i64,
+        draw_as: Option<u32>,
     ) -> spi::Result<Reserve> {
         let row = client.update(&self.key_tag_row, Some(1), &[tag.into()])?;
         if row.is_empty() {
@@ -501,6 +545,12 @@ impl Plans {
             return Ok(Reserve::Gapless);
         }
         let owner = row.get::<i64>(8)?.unwrap_or(0);
+        if let Some(role) = draw_as {
+            let (public, drawers) = (row.get::<bool>(9)?.unwrap_or(false), oids(row.get::<Vec<Option<i64>>>(10)?));
+            if !may_draw_as(role, owner as u32, public, &drawers) {
+                return Ok(Reserve::NotAllowed);
+            }
+        }
         let k = client.update(&self.key_row, Some(1), &[tag.into(), key.into()])?;
         let max_id = if k.is_empty() {
             let exists = client.select(&self.key_step, Some(1), &[tag.into(), key.into()])?;

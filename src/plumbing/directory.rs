@@ -440,8 +440,14 @@ pub fn resolve_hinted(tag: &str) -> Result<(Resolved, Hint)> {
     };
     match hit {
         Some(h) => Ok(h),
-        None => resolve_slow(tag),
+        None => resolve_slow(tag, false),
     }
+}
+
+/// [`resolve_hinted`] for a draw from the tag's own counter (`seqgen_next`): a keyed
+/// counter's load also reserves its first segment when the current user may draw from the tag.
+pub fn resolve_for_draw(tag: &str) -> Result<(Resolved, Hint)> {
+    resolve_slow(tag, true)
 }
 
 /// The hot path of a draw: `last` runs on this backend's cache entry of `tag` in place (its
@@ -611,7 +617,7 @@ pub fn forget(tag: &str) {
     }
 }
 
-fn resolve_slow(tag: &str) -> Result<(Resolved, Hint)> {
+fn resolve_slow(tag: &str, draw: bool) -> Result<(Resolved, Hint)> {
     let cached = {
         let c = CACHE.get();
         c.area.and_then(|h| c.find_entry(tag).map(|e| (e, h)))
@@ -627,12 +633,12 @@ fn resolve_slow(tag: &str) -> Result<(Resolved, Hint)> {
         }
         forget(tag);
     }
-    load_cold(tag)
+    load_cold(tag, draw)
 }
 
 #[cold]
 #[inline(never)]
-fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
+fn load_cold(tag: &str, draw: bool) -> Result<(Resolved, Hint)> {
     let h = ready_header()?;
     check_name(tag)?;
     // the new side of a switchover draws only once the catalog stops coming in (checked before
@@ -658,7 +664,17 @@ fn load_cold(tag: &str) -> Result<(Resolved, Hint)> {
     }
     let r = match lookup(h, tag.as_bytes()) {
         Some(r) => r,
-        None => load(h, tag)?,
+        None => {
+            // a keyed counter's first segment comes with its load, for a user the allocator
+            // finds allowed on the committed catalog; not while this transaction changed the
+            // catalog or a prepared one may (then only the check below decides, on what this
+            // transaction sees)
+            let keyed = shmem::split_name(tag).1.is_some();
+            let settled =
+                h.acl_prepared.load(Ordering::Acquire) == 0 && !crate::plumbing::pending::catalog_changed_here();
+            let draw_as = if draw && keyed && settled { unsafe { pg_sys::GetUserId() }.to_u32() } else { 0 };
+            load(h, tag, draw_as)?
+        }
     };
     check_and_remember(tag, r, h)
 }
@@ -828,11 +844,12 @@ pub fn slot_failure(h: &Header, code: u32, tag: &str) -> SeqgenError {
 /// coordinator's definitions.
 const FIRST_READ_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Ask the worker to load `tag` into a slot.
-fn load(h: &'static Header, tag: &str) -> Result<Resolved> {
+/// Ask the worker to load `tag` into a slot (`draw_as`: see [`resolve_for_draw`]).
+fn load(h: &'static Header, tag: &str, draw_as: u32) -> Result<Resolved> {
     let ask = || {
         call_worker_retrying(h, tag, |mb| {
             mb.kind.store(shmem::REQ_LOAD, Ordering::Relaxed);
+            mb.n.store(i64::from(draw_as), Ordering::Relaxed);
         })
     };
     let mut reply = ask()?;

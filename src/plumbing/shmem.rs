@@ -184,6 +184,11 @@ pub struct Header {
     /// Bumped whenever a slot of this database stops serving its tag (after its generation):
     /// a backend's block of values claimed under an older value checks its slot again.
     pub retire_epoch: AtomicU64,
+    /// Bumped by every retirement a catalog change asks for ([`retire`], [`retire_all`]), under
+    /// the directory lock, whether or not a slot was found: a key's first segment reserved
+    /// before such a change committed is published only into a slot that existed when it was
+    /// retired (see `publish::finish`).
+    pub retire_requests: AtomicU64,
     /// This node's identity on Citus (`plumbing::node::pack`: its group and the node id the
     /// coordinator assigned the group, in one word), or one of the negative states [`CITUS_NONE`], [`CITUS_UNKNOWN`],
     /// [`CITUS_NOT_MEMBER`], [`CITUS_UNCONFIRMED`]. Written by the allocator, and by the sync
@@ -581,6 +586,8 @@ pub struct Mailbox {
     /// For requests about a resolved tag: its slot and the slot's generation.
     pub slot: AtomicU32,
     pub gen: AtomicU64,
+    /// RANGE: how many values; LOAD: the role whose first draw of a keyed counter asked for
+    /// it (its OID; 0: a load only).
     pub n: AtomicI64,
     name_len: AtomicU32,
     name: UnsafeCell<[u8; SLOT_NAME_MAX + 1]>,
@@ -1046,6 +1053,7 @@ fn with_lock<R>(lock: *mut pg_sys::LWLock, exclusive: bool, f: impl FnOnce() -> 
 pub fn retire(name: &[u8]) {
     let Some(h) = header() else { return };
     with_dir_lock(h, true, || {
+        h.retire_requests.fetch_add(1, Ordering::AcqRel);
         if let Some(idx) = find_slot(h, name) {
             retire_slot(h, idx, Lost::Change);
         }
@@ -1089,6 +1097,7 @@ pub fn split_name(name: &str) -> (&str, Option<&str>) {
 pub fn retire_all() {
     let Some(h) = header() else { return };
     with_dir_lock(h, true, || {
+        h.retire_requests.fetch_add(1, Ordering::AcqRel);
         for idx in 0..slots(h).len() {
             if all_slots(h)[idx].state.load(Ordering::Acquire) == SLOT_ACTIVE {
                 retire_slot(h, idx, Lost::Change);

@@ -962,7 +962,25 @@ impl Run {
                 "INSERT INTO gl_d SELECT 'k{key}', seqgen_gapless_next('gl', 'k{key}') FROM generate_series(1, {rows}) RETURNING no"
             ),
         };
+        // a new key drawn by fz_app: whether its row existed before (a refused draw makes none)
+        // (`None` when the superuser session of the database could not tell: a fault)
+        let key_row = |r: &mut Run, t: usize, i: usize| -> Option<bool> {
+            let sql = format!("SELECT count(*) FROM seqgen.key_counter WHERE biz_tag = '{}' AND key = 'n{i}'", TAGS[t]);
+            r.query(db, &sql).ok()?.ok()?.first().map(|n| n != "0")
+        };
+        let existed = match d {
+            Draw::NewKey(t, i) if s == 3 => key_row(self, *t, *i),
+            _ => None,
+        };
         let (rows, _) = self.run_shaped(s, &sql, shape)?;
+        if let (Draw::NewKey(t, i), Some(false), Err(e)) = (d, existed, &rows) {
+            if e == "42501" && key_row(self, *t, *i) == Some(true) {
+                return Err(format!(
+                    "fz_app was refused key n{i} of tag {} (42501), and the key was made: its owner's keys used up",
+                    TAGS[*t]
+                ));
+            }
+        }
         if matches!(d, Draw::Gapless { .. }) {
             // a gapless number rolled back is given again: what counts is what committed
             return Ok(rows.map(|r| r.len()));

@@ -252,6 +252,36 @@ fn keyed_counters_refuse_bad_input_and_follow_the_tag() {
     let mut app = Client::connect(&format!("{} user=keys_app", c.conninfo("postgres")), NoTls).unwrap();
     let denied = one(&mut app, "SELECT seqgen_next('t', 'a')").unwrap_err();
     assert!(denied.starts_with("42501") && denied.contains("\"t\""), "{denied}");
+    // a new key's first segment comes with its load only for a role allowed the tag: a refused
+    // role's new keys make no key (no row, nothing of the owner's seqgen.max_keys_per_role)
+    for i in 0..20 {
+        let got = one(&mut app, &format!("SELECT seqgen_next('t', 'new{i}')")).unwrap_err();
+        assert!(got.starts_with("42501"), "new{i}: {got}");
+    }
+    assert_eq!(
+        c.one_i64("SELECT count(*) FROM seqgen.key_counter WHERE key LIKE 'new%'"),
+        0,
+        "keys made by a refused role"
+    );
+    // allowed through a role it is a member of: the allocator, which checks it, sees the
+    // membership too (a new key drawn at once from the tag's start)
+    c.sql("CREATE ROLE keys_grp; GRANT keys_grp TO keys_app; SELECT seqgen_grant('t', 'keys_grp')");
+    assert_eq!(one(&mut app, "SELECT seqgen_next('t', 'grp1')"), Ok(5));
+    assert_eq!(one(&mut app, "SELECT seqgen_next('t', 'grp1')"), Ok(6));
+    // one allocator round trip per new key: the load brings the first segment, so the first
+    // draw does not wait for it (before 1.0, a load and a segment: two waits a key)
+    let waits = |a: &mut Client| a.query_one("SELECT waits FROM seqgen_stats()", &[]).unwrap().get::<_, i64>(0);
+    let before = waits(&mut a);
+    for i in 0..20 {
+        assert_eq!(one(&mut app, &format!("SELECT seqgen_next('t', 'w{i}')")), Ok(5), "w{i}");
+    }
+    let waited = waits(&mut a) - before;
+    println!("20 new keys: {waited} waits for the allocator");
+    assert!(waited <= 20, "20 new keys waited {waited} times for the allocator: more than one round trip a key");
+    c.sql("SELECT seqgen_revoke('t', 'keys_grp')");
+    let got = one(&mut app, "SELECT seqgen_next('t', 'grp2')").unwrap_err();
+    assert!(got.starts_with("42501"), "grp2 after the revoke: {got}");
+    assert_eq!(c.one_i64("SELECT count(*) FROM seqgen.key_counter WHERE key = 'grp2'"), 0);
     c.sql("SELECT seqgen_grant('t', 'keys_app')");
     assert_eq!(one(&mut app, "SELECT seqgen_next('t', 'a')"), Ok(7));
 
