@@ -440,8 +440,20 @@ impl Worker {
                         // failure there leaves the load done (the draw asks again, as usual)
                         Ok(Outcome::Loaded(l, None)) => match job {
                             Job::Load { tag, draw_as, .. } if *draw_as != 0 => {
-                                let first = in_subtransaction(|c| first_segment(c, plans, tag, &l, *draw_as, &policy));
-                                Outcome::Loaded(l, first.ok().flatten())
+                                let first =
+                                    match in_subtransaction(|c| first_segment(c, plans, tag, &l, *draw_as, &policy)) {
+                                        Ok(first) => first,
+                                        Err(e) => {
+                                            // the draw asks for the segment as usual, and meets
+                                            // the failure there too; reported like any job's
+                                            if !e.locked {
+                                                warning!("pg_seqgen allocator: {}: {}", job_name(job), e.msg);
+                                            }
+                                            note_error(h, e.state, &format!("{}: {}", job_name(job), e.msg));
+                                            None
+                                        }
+                                    };
+                                Outcome::Loaded(l, first)
                             }
                             _ => Outcome::Loaded(l, None),
                         },
@@ -645,10 +657,10 @@ fn gather(h: &'static Header, now: i64, periodic: bool, candidates: &[usize]) ->
                 let retired = h.retire_requests.load(Ordering::Acquire);
                 let epoch = h.acl_epoch.load(Ordering::Acquire);
                 let settled = h.acl_prepared.load(Ordering::Acquire) == 0;
-                // one first segment per key and cycle (several sessions' first draws of one
-                // new key would each reserve one; the others' would be gaps)
-                let first = settled
-                    && !jobs.iter().any(|j| matches!(j, Job::Load { tag: t, draw_as: d, .. } if *d != 0 && *t == tag));
+                // a first segment for the first load of a key in the cycle only (several
+                // sessions' first draws of one new key would each reserve one, and only a load
+                // that makes the key's slot publishes it: the others' would be gaps)
+                let first = settled && !jobs.iter().any(|j| matches!(j, Job::Load { tag: t, .. } if *t == tag));
                 let draw_as = if first { mb.n.load(Ordering::Relaxed) as u32 } else { 0 };
                 jobs.push(Job::Load { mb: i, seq, tag, draw_as, acl_epoch: settled.then_some(epoch), retired })
             }

@@ -55,8 +55,9 @@ const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seq
      WHERE biz_tag OPERATOR(pg_catalog.=) ANY ($1)";
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-/// Keyed counters: the tag's row is read `FOR KEY SHARE` (a drop waits for the reservation,
-/// an alter or restart does not), the key's row locked `FOR UPDATE`.
+/// Keyed counters: the tag's row is read `FOR KEY SHARE` (a drop, a restart or an advance, which
+/// lock it `FOR UPDATE`, wait for the reservation; an alter, a grant or a revoke does not), the
+/// key's row locked `FOR UPDATE`.
 const KEY_TAG_ROW: &str = "SELECT step, node_bits, tableoid::pg_catalog.int8, tag_id, start_with, \
      opaque_from IS NOT NULL, gapless, owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
      drawers::pg_catalog.oid[]::pg_catalog.int8[] FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
