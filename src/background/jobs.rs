@@ -146,8 +146,9 @@ pub(super) fn run_job(
 /// The first segment of a keyed counter just loaded (`loaded`, the row a load read) for the
 /// first draw of `role`, if that role may draw from the tag as its row has it under the
 /// reservation's lock; reserved from that row only (its identity is checked there too), sized
-/// as the first prefetch after a load would be. `None`: not a keyed counter, or not allowed (the caller's own check refuses it next),
-/// or nothing reserved (the draw asks for its segment as usual, and meets any failure then).
+/// as the first prefetch after a load would be. `None`: not a keyed counter, or not allowed
+/// (the caller's own check refuses it next), or nothing reserved (the draw asks for its segment
+/// as usual, and meets any failure then).
 pub(super) fn first_segment(
     client: &mut SpiClient<'_>,
     plans: &catalog::Plans,

@@ -321,8 +321,7 @@ impl Plans {
         let gapless = row.get::<bool>(4)?.unwrap_or(false);
         let owner = row.get::<i64>(5)?.unwrap_or(0) as u32;
         let public = row.get::<bool>(6)?.unwrap_or(false);
-        let drawers =
-            row.get::<Vec<Option<i64>>>(7)?.unwrap_or_default().into_iter().flatten().map(|g| g as u32).collect();
+        let drawers = oids(row.get::<Vec<Option<i64>>>(7)?);
         Ok(Some(Loaded { step: step.unwrap_or(1) as i64, ident: ident_of(rel, id), gapless, owner, public, drawers }))
     }
 
