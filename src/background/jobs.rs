@@ -24,7 +24,8 @@ pub(super) enum Job {
     /// `acl_epoch`: the database's `acl_epoch` before the load's catalog read (`None`: a
     /// prepared transaction may change grants), under which the grants the load read are kept
     /// in the slot for the backends' first draws.
-    /// `retired`: the area's `retire_requests` then (see `publish::finish`).
+    /// `retired`: the tag's counter of retirement requests then (`shmem::retire_requests`;
+    /// see `publish::finish`).
     Load { mb: usize, seq: u64, tag: String, draw_as: u32, acl_epoch: Option<u64>, retired: u64 },
     /// Reserve a dedicated range of `n` values for the tag of a slot.
     Range { mb: usize, seq: u64, slot: SlotRef, n: i64 },

@@ -143,12 +143,12 @@ pub(super) fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) 
             let ident = l.ident;
             let grants = Grants::committed(l.owner, l.public, &l.drawers);
             let (idx, gen, fresh) = assign_slot(h, tag, l, now);
-            // A catalog change that committed after this cycle began (a drop, an advance: they
-            // wait for the reservation's lock on the tag's row) retired the tag's slots at its
-            // commit, perhaps before this slot existed: then what the load read is not given
-            // to the slot (the first draw asks for its segment, from the row as it is now). A
-            // change after this point retires the slot itself.
-            let unchanged = h.retire_requests.load(Ordering::Acquire) == *retired;
+            // A catalog change of the tag that committed after this cycle began (a drop, an
+            // advance: they wait for the reservation's lock on the tag's row) retired the tag's
+            // slots at its commit, perhaps before this slot existed: then what the load read is
+            // not given to the slot (the first draw asks for its segment, from the row as it is
+            // now). A change after this point retires the slot itself.
+            let unchanged = shmem::retire_requests(h, tag.as_bytes()).load(Ordering::Acquire) == *retired;
             if let (Some(epoch), true) = (acl_epoch, unchanged) {
                 // the grants this load read, for backends' first draws without the catalog
                 shmem::all_slots(h)[idx].grants.publish(gen, *epoch, &grants);

@@ -654,7 +654,7 @@ fn gather(h: &'static Header, now: i64, periodic: bool, candidates: &[usize]) ->
             shmem::REQ_LOAD => {
                 // loaded before any snapshot of the cycle's transaction (as a backend loads it
                 // before its catalog read; see `acl::SharedGrants`)
-                let retired = h.retire_requests.load(Ordering::Acquire);
+                let retired = shmem::retire_requests(h, tag.as_bytes()).load(Ordering::Acquire);
                 let epoch = h.acl_epoch.load(Ordering::Acquire);
                 let settled = h.acl_prepared.load(Ordering::Acquire) == 0;
                 // a first segment for the first load of a key in the cycle only (several

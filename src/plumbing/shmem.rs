@@ -184,11 +184,12 @@ pub struct Header {
     /// Bumped whenever a slot of this database stops serving its tag (after its generation):
     /// a backend's block of values claimed under an older value checks its slot again.
     pub retire_epoch: AtomicU64,
-    /// Bumped by every retirement a catalog change asks for ([`retire`], [`retire_all`]), under
-    /// the directory lock, whether or not a slot was found: a key's first segment reserved
-    /// before such a change committed is published only into a slot that existed when it was
-    /// retired (see `publish::finish`).
-    pub retire_requests: AtomicU64,
+    /// Bumped by every retirement a catalog change asks for ([`retire`]: the counter of the
+    /// tag's bucket, [`RETIRE_BUCKETS`] by a hash of the tag's name; [`retire_all`]: every
+    /// one), under the directory lock, whether or not a slot was found: a key's first segment
+    /// reserved before such a change committed is published only into a slot that existed
+    /// when it was retired (see `publish::finish` and [`retire_requests`]).
+    retire_requests: [AtomicU64; RETIRE_BUCKETS],
     /// This node's identity on Citus (`plumbing::node::pack`: its group and the node id the
     /// coordinator assigned the group, in one word), or one of the negative states [`CITUS_NONE`], [`CITUS_UNKNOWN`],
     /// [`CITUS_NOT_MEMBER`], [`CITUS_UNCONFIRMED`]. Written by the allocator, and by the sync
@@ -1050,10 +1051,24 @@ fn with_lock<R>(lock: *mut pg_sys::LWLock, exclusive: bool, f: impl FnOnce() -> 
 /// Retire the slot of `name`: every cached resolution of it becomes invalid, draws in flight
 /// are discarded, and the next call reloads the tag from the catalog. Called when a deletion
 /// of the tag's catalog row commits.
+/// How many counters of retirement requests an area keeps (tags spread over them by name).
+pub const RETIRE_BUCKETS: usize = 64;
+
+/// The counter of retirement requests for the tag of slot name `name` (a tag, or a tag and a
+/// key): it moves whenever a catalog change of that tag (or of a tag sharing its bucket, or
+/// of every tag) asked for its slots to be retired.
+pub fn retire_requests<'a>(h: &'a Header, name: &[u8]) -> &'a AtomicU64 {
+    use std::hash::Hasher;
+    let tag = name.split(|&b| b == KEY_SEP).next().unwrap_or(name);
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(tag);
+    &h.retire_requests[hasher.finish() as usize % RETIRE_BUCKETS]
+}
+
 pub fn retire(name: &[u8]) {
     let Some(h) = header() else { return };
     with_dir_lock(h, true, || {
-        h.retire_requests.fetch_add(1, Ordering::AcqRel);
+        retire_requests(h, name).fetch_add(1, Ordering::AcqRel);
         if let Some(idx) = find_slot(h, name) {
             retire_slot(h, idx, Lost::Change);
         }
@@ -1097,7 +1112,9 @@ pub fn split_name(name: &str) -> (&str, Option<&str>) {
 pub fn retire_all() {
     let Some(h) = header() else { return };
     with_dir_lock(h, true, || {
-        h.retire_requests.fetch_add(1, Ordering::AcqRel);
+        for r in &h.retire_requests {
+            r.fetch_add(1, Ordering::AcqRel);
+        }
         for idx in 0..slots(h).len() {
             if all_slots(h)[idx].state.load(Ordering::Acquire) == SLOT_ACTIVE {
                 retire_slot(h, idx, Lost::Change);
