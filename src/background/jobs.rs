@@ -158,9 +158,8 @@ pub(super) fn first_segment(
     role: u32,
     policy: &seqgen_core::adaptive::StepPolicy,
 ) -> pgrx::spi::Result<Option<Reserve>> {
-    if role == 0 || shmem::split_name(name).1.is_none() || loaded.gapless {
-        return Ok(None);
-    }
+    // (a name without a key is refused by `reserve_first_of_key` without a statement; a
+    // gapless tag is never `Loaded`, and its locked row says so again)
     let cur = loaded.step;
     let r =
         plans.reserve_first_of_key(client, name, loaded.ident, move |step| key_step(policy, cur, step, None), role)?;
