@@ -144,6 +144,38 @@ impl BlockPolicy {
     }
 }
 
+/// The clock a backend stamps its blocks with in 16 bits (a cache entry's hot half has no room
+/// for a time in microseconds): statement times in ticks of `2^TICK_SHIFT` us (16.4 ms) since
+/// `base_us`. A tick is `None` before the base (the clock stepped back) or
+/// [`BlockClock::SPAN_TICKS`] ticks (about 9 minutes) after it: then the backend drops its
+/// blocks and starts the clock again at the statement time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockClock {
+    pub base_us: i64,
+}
+
+impl BlockClock {
+    pub const TICK_SHIFT: u32 = 14;
+    pub const SPAN_TICKS: i64 = 1 << 15;
+    /// A block is handed out while fewer ticks than this passed since its claim: its age then
+    /// is under `LIFETIME_TICKS` ticks plus the tick it was claimed in, 999,424 us, never a
+    /// second ([`BLOCK_LIFETIME_US`]).
+    pub const LIFETIME_TICKS: u16 = (BLOCK_LIFETIME_US >> Self::TICK_SHIFT) as u16;
+
+    /// Statement time `now_us` in ticks, if the clock still covers it.
+    #[inline]
+    pub fn tick(&self, now_us: i64) -> Option<u16> {
+        let ticks = now_us.checked_sub(self.base_us)? >> Self::TICK_SHIFT;
+        (0..Self::SPAN_TICKS).contains(&ticks).then_some(ticks as u16)
+    }
+
+    /// May a block claimed at tick `claimed` be handed out at tick `now` (both of this clock)?
+    #[inline]
+    pub fn fresh(claimed: u16, now: u16) -> bool {
+        now >= claimed && now - claimed < Self::LIFETIME_TICKS
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -163,6 +195,37 @@ mod tests {
         assert!(!BlockPolicy::fresh(0, BLOCK_LIFETIME_US));
         assert!(!BlockPolicy::fresh(i64::MIN, i64::MAX));
         assert!(!BlockPolicy::fresh(10, 9), "a clock stepped back");
+    }
+
+    #[test]
+    fn the_block_clock_never_keeps_a_block_a_second() {
+        let c = BlockClock { base_us: 1_000 };
+        assert_eq!(c.tick(999), None, "before the base: the clock stepped back");
+        assert_eq!(c.tick(1_000), Some(0));
+        assert_eq!(c.tick(1_000 + (BlockClock::SPAN_TICKS << BlockClock::TICK_SHIFT) - 1), Some(u16::MAX >> 1));
+        assert_eq!(c.tick(1_000 + (BlockClock::SPAN_TICKS << BlockClock::TICK_SHIFT)), None, "past its span");
+        assert_eq!(BlockClock { base_us: i64::MIN }.tick(i64::MAX), None, "no overflow");
+        assert_eq!(BlockClock { base_us: i64::MAX }.tick(i64::MIN), None);
+        assert!(!BlockClock::fresh(10, 9), "a tick before the claim");
+    }
+
+    proptest! {
+        /// Whatever the times, a block the ticks call fresh is less than a second old, and one
+        /// less than 983 ms old (60 ticks) is fresh.
+        #[test]
+        fn fresh_ticks_bound_the_age(base in -1_000_000_000i64..1_000_000_000, claim in 0i64..400_000_000, age in 0i64..3_000_000) {
+            let c = BlockClock { base_us: base };
+            let (t0, t1) = (base + claim, base + claim + age);
+            if let (Some(a), Some(b)) = (c.tick(t0), c.tick(t1)) {
+                if BlockClock::fresh(a, b) {
+                    prop_assert!(age < BLOCK_LIFETIME_US, "fresh at {} us", age);
+                    prop_assert!(BlockPolicy::fresh(t0, t1));
+                }
+                if age < 60 << BlockClock::TICK_SHIFT {
+                    prop_assert!(BlockClock::fresh(a, b), "stale at {} us", age);
+                }
+            }
+        }
     }
 
     use super::*;

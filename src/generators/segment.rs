@@ -46,7 +46,7 @@ fn seqgen_next_key(biz_tag: TagArg<'_>, key: default!(KeyArg<'_>, "''")) -> i64 
     };
     with_key_name(biz_tag, key, |name| {
         let value = next(name)?;
-        directory::record(name, value);
+        directory::record_key(name, value);
         Ok(value)
     })
     .or_raise()

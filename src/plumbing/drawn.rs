@@ -93,6 +93,20 @@ impl Values {
         }
     }
 
+    /// The draw of the current call, of a key, came from entry `at`: only `seqgen_lastval`
+    /// keeps it (keys have no `seqgen_currval`), so the entry's own value is not written (a
+    /// store per draw into memory as large as the cache).
+    #[inline]
+    pub fn record_latest_at(&mut self, at: u32, value: i64) -> bool {
+        if (at as usize) < self.at.len() {
+            self.latest = Some(value);
+            self.latest_at = at;
+            true
+        } else {
+            false
+        }
+    }
+
     /// A draw of slot `name`, which has no entry.
     #[cold]
     pub fn record_name(&mut self, name: &[u8], value: i64) {

@@ -232,3 +232,91 @@ fn a_session_past_its_cache_size_forgets_and_draws_on() {
     assert_eq!(r.as_deref(), Some("42501"), "drawn after its revoke");
     println!("5 rounds of 100 tags and 100 keys through a session cache of 16: every value once, each tag rising");
 }
+
+/// Tags drawn in turn are answered from the session's map, whose entries keep 16-bit stand-ins
+/// for the privilege stamp, the area's retirements and the statement time (32 bytes an entry).
+/// Each must hold as the 64-bit stamps did: a role switched to (and back), a revoke, a drop
+/// and re-creation under the session's blocks, and a block past its second.
+#[test]
+fn tags_drawn_in_turn_keep_every_guarantee_of_the_map() {
+    let c = Cluster::init("cold_map", 57943, &[]);
+    c.start();
+    c.sql(
+        "CREATE EXTENSION pg_seqgen;
+         CREATE ROLE r1; CREATE ROLE r2;
+         GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO r1, r2;
+         SELECT seqgen_create(t) FROM unnest(ARRAY['a', 'b', 'c', 'd']) t;
+         SELECT seqgen_grant(t, 'r1') FROM unnest(ARRAY['a', 'b', 'c']) t;
+         SELECT seqgen_grant('a', 'r2');",
+    );
+    // `rows` draws of `tags` in turn, each value with its tag's index: (value, index)
+    fn in_turn(s: &mut postgres::Client, tags: &[&str], rows: i32) -> Result<Vec<(i64, i64)>, String> {
+        let tags: Vec<String> = tags.iter().map(|t| t.to_string()).collect();
+        let n = tags.len() as i32;
+        s.query(
+            "SELECT g % $2, seqgen_next(($1::text[])[1 + g % $2]) FROM generate_series(0, $3 - 1) g",
+            &[&tags, &n, &rows],
+        )
+        .map(|r| r.iter().map(|r| (r.get::<_, i64>(1), i64::from(r.get::<_, i32>(0)))).collect())
+        .map_err(|e| sqlstate(&e).unwrap_or_else(|| e.to_string()))
+    }
+    let tag_index = |tags: &[&str], got: Vec<(i64, i64)>| -> Vec<i64> {
+        got.into_iter()
+            .map(|(v, i)| v * 4 + ["a", "b", "c", "d"].iter().position(|t| *t == tags[i as usize]).unwrap() as i64)
+            .collect()
+    };
+    // a superuser session that switches roles, drawing three tags in turn (the last tag it
+    // resolved is drawn apart: the other two come from the map)
+    let mut s = c.connect();
+    let mut ledger = Ledger::default();
+    let abc = ["a", "b", "c"];
+    s.batch_execute("SET ROLE r1").unwrap();
+    for _ in 0..3 {
+        ledger.add(tag_index(&abc, in_turn(&mut s, &abc, 120).unwrap()));
+    }
+    s.batch_execute("SET ROLE r2").unwrap();
+    for (tags, what) in [(["a", "b"], "b"), (["c", "a"], "c")] {
+        let r = in_turn(&mut s, &tags, 40).err();
+        assert_eq!(r.as_deref(), Some("42501"), "r2 drew {what} from r1's map entry");
+    }
+    ledger.add(tag_index(&["a"], in_turn(&mut s, &["a"], 40).unwrap()));
+    // back to r1: its entries are its own again
+    s.batch_execute("SET ROLE r1").unwrap();
+    ledger.add(tag_index(&abc, in_turn(&mut s, &abc, 120).unwrap()));
+    // a revoke committed by another session
+    c.sql("SELECT seqgen_revoke('b', 'r1')");
+    assert_eq!(in_turn(&mut s, &abc, 120).err().as_deref(), Some("42501"), "b drawn after its revoke");
+    ledger.add(tag_index(&["a", "c"], in_turn(&mut s, &["a", "c"], 120).unwrap()));
+    ledger.assert_unique("three tags in turn across role switches and a revoke");
+
+    // a tag dropped and created again under the session's blocks: what its block of the old
+    // incarnation still holds is not handed out (it would repeat values of the new one)
+    let mut d = c.connect();
+    d.batch_execute("SET seqgen.backend_block = 1024").unwrap();
+    // (`d` first: `c` is the last tag the session resolves, so `d` is drawn from the map)
+    let cd = ["d", "c"];
+    in_turn(&mut d, &cd, 400).unwrap();
+    c.sql("SELECT seqgen_drop('d')");
+    c.sql("SELECT seqgen_create('d')");
+    let mut incarnation = Ledger::default();
+    incarnation.add(
+        c.connect()
+            .query("SELECT seqgen_next('d') FROM generate_series(1, 2000)", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, i64>(0)),
+    );
+    let after = in_turn(&mut d, &cd, 400).unwrap();
+    incarnation.add(after.iter().filter(|(_, i)| *i == 0).map(|(v, _)| *v));
+    incarnation.assert_unique("d after its re-creation, drawn in turn by a session with blocks of the old d");
+
+    // a block past its second: the next statement claims anew, above what others drew since
+    let last_c = after.iter().filter(|(_, i)| *i == 1).map(|(v, _)| *v).max().unwrap();
+    let other: i64 = c.connect().query_one("SELECT seqgen_next('c')", &[]).unwrap().get(0);
+    assert!(other > last_c);
+    std::thread::sleep(Duration::from_millis(1100));
+    // (`d` drawn first: it is the last tag this session resolved, `c` comes from the map)
+    let next_c: i64 = d.query_one("SELECT seqgen_next('d'), seqgen_next('c')", &[]).unwrap().get(1);
+    assert!(next_c > other, "a block claimed over a second before was handed out: {next_c} after {other}");
+    println!("the map's 16-bit stamps: role switches, a revoke, a re-creation and a block's second held");
+}
