@@ -68,7 +68,7 @@ unsafe extern "C-unwind" fn process_utility(
     }
     if discards {
         // as PostgreSQL forgets its sequences' currval and lastval
-        crate::plumbing::directory::discard_drawn();
+        crate::plumbing::cache::discard_drawn();
     }
 }
 

@@ -6,7 +6,7 @@
 
 use pgrx::prelude::*;
 
-use crate::plumbing::directory;
+use crate::plumbing::cache;
 use crate::plumbing::error::{check_tag, OrRaise, Result, SeqgenError};
 
 /// May the current user read a value of `tag`? The backend's cached privilege answer says so
@@ -23,7 +23,7 @@ fn check_may_read(tag: &str, known: bool) -> Result<()> {
 
 fn currval(tag: &str) -> Result<i64> {
     check_tag(tag)?;
-    match directory::drawn_value(tag) {
+    match cache::drawn_value(tag) {
         Some((value, known)) => check_may_read(tag, known).map(|()| value),
         None => {
             // an unknown tag, or one the role may not draw from, says so first
@@ -34,7 +34,7 @@ fn currval(tag: &str) -> Result<i64> {
 }
 
 fn lastval() -> Result<i64> {
-    let (value, tag, known) = directory::latest_drawn().ok_or(SeqgenError::NotYetDrawn(None))?;
+    let (value, tag, known) = cache::latest_drawn().ok_or(SeqgenError::NotYetDrawn(None))?;
     match check_may_read(&tag, known) {
         Ok(()) => Ok(value),
         // the tag was dropped since: as lastval after its sequence was dropped

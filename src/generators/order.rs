@@ -20,7 +20,8 @@ use seqgen_core::segment::Draw;
 use seqgen_core::template::{self, Prepared, Span, Template, Tz, Unit};
 
 use crate::plumbing::args::{KeyArg, TagArg};
-use crate::plumbing::directory::{self, code, forget, resolve, Resolved};
+use crate::plumbing::cache::{forget, Resolved};
+use crate::plumbing::directory::{self, code, resolve};
 use crate::plumbing::error::{check_tag, required, OrRaise, Result, SeqgenError};
 use crate::plumbing::guc::{self, Overflow};
 use crate::plumbing::local::BackendLocal;

@@ -6,8 +6,9 @@ use pgrx::prelude::*;
 use seqgen_core::segment::{Claim, Draw, Hint};
 
 use crate::plumbing::args::{KeyArg, TagArg};
+use crate::plumbing::cache::{self, forget, Resolved};
 use crate::plumbing::catalog::{MODE_NO_NODE, MODE_OPAQUE};
-use crate::plumbing::directory::{self, forget, resolve, Resolved};
+use crate::plumbing::directory::{self, resolve};
 use crate::plumbing::error::{OrRaise, Result, SeqgenError};
 use crate::plumbing::guc;
 use crate::plumbing::node;
@@ -28,7 +29,7 @@ fn seqgen_next(biz_tag: TagArg<'_>) -> i64 {
 #[inline]
 fn draw(biz_tag: &str) -> i64 {
     let value = next(biz_tag).or_raise();
-    directory::record(biz_tag, value);
+    cache::record(biz_tag, value);
     value
 }
 
@@ -46,7 +47,7 @@ fn seqgen_next_key(biz_tag: TagArg<'_>, key: default!(KeyArg<'_>, "''")) -> i64 
     };
     with_key_name(biz_tag, key, |name| {
         let value = next(name)?;
-        directory::record_key(name, value);
+        cache::record_key(name, value);
         Ok(value)
     })
     .or_raise()
@@ -84,7 +85,7 @@ pub fn with_key_name<R>(tag: &str, key: &str, f: impl FnOnce(&str) -> Result<R>)
 pub fn next(tag: &str) -> Result<i64> {
     // steady state: a plain value from the current segment, drawn on the cache entry in place
     // (or, for a tag drawn from the map, from its block of values)
-    let fast = directory::with_cached(tag, draw_plain, |r, hint, mut refill| {
+    let fast = cache::with_cached(tag, draw_plain, |r, hint, mut refill| {
         let size = refill.size();
         if size > 1 && hint.period() == Some(0) {
             if let Some(claimed) = claim_block(r, &mut refill, size) {
@@ -126,7 +127,7 @@ fn draw_plain(r: Resolved, hint: &mut Hint) -> std::result::Result<i64, (Resolve
 /// (used up, or moved on: draw as usual); `Err` when the slot stopped serving the tag meanwhile
 /// (the claimed values are a gap).
 #[inline(never)]
-fn claim_block(r: Resolved, refill: &mut directory::Refill<'_>, size: u32) -> Option<std::result::Result<i64, ()>> {
+fn claim_block(r: Resolved, refill: &mut cache::Refill<'_>, size: u32) -> Option<std::result::Result<i64, ()>> {
     match r.slot.seg.claim_range(size as u64) {
         Claim::Range { start, len, period } => {
             if r.slot.gen().load(Ordering::Acquire) != r.gen {
@@ -181,7 +182,7 @@ fn counter_from(
                 // below throws the value, and the tag's cache entry, away if the slot moved on)
                 if hint.refreshed {
                     hint.refreshed = false;
-                    directory::remember_hint(tag, r, hint);
+                    cache::remember_hint(tag, r, hint);
                 }
                 if prefetch {
                     request_segment(r.slot);
@@ -403,7 +404,7 @@ pub fn next_batch(tag: &str, n: i32) -> Result<Vec<(i64, i64, Presenter)>> {
     }
     let mut r = resolve(tag)?;
     // this session's values of the tag keep increasing: a block kept ahead is a gap now
-    directory::drop_block(tag);
+    cache::drop_block(tag);
     let mut out = vec![];
     let mut left = n as u64;
     let mut tries = 0;

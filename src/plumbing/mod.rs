@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod args;
+pub mod cache;
 pub mod catalog;
 pub mod defaults;
 pub mod directory;
