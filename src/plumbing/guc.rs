@@ -154,7 +154,7 @@ pub fn register(preloaded: bool) {
     );
     GucRegistry::define_int_guc(
         c"seqgen.step_grow_below",
-        c"A segment used up faster than this doubles the next step (a busy key's grows up to 16 times).",
+        c"A segment used up faster than this doubles the next step.",
         c"",
         &STEP_GROW_BELOW,
         0,
