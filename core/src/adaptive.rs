@@ -9,10 +9,6 @@ use std::time::Duration;
 
 use crate::segment::MAX_SEGMENT_LEN;
 
-/// See [`StepPolicy::max_growth`].
-pub const FAST_SEGMENT: Duration = Duration::from_secs(1);
-pub const FAST_FROM: i64 = 16;
-
 /// The adaptive-step rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepPolicy {
@@ -24,14 +20,6 @@ pub struct StepPolicy {
     pub grow_below: Duration,
     /// A segment that lasted more than this halves the next step (not below the configured step).
     pub shrink_above: Duration,
-    /// The most a step grows at once (2 and up): a segment used up in under `grow_below`
-    /// doubles the next step when this is 2. With more, a segment of [`FAST_FROM`] values or
-    /// more used up within a second ([`FAST_SEGMENT`]) grows by the largest power of two, up to
-    /// this, that the rate it was used at would use up within that second (a segment that
-    /// lasted 1/16 s grows 16 times at 16): a counter drawn thousands of times a second
-    /// reaches its step in a few reservations, while one drawn now and then still doubles (a
-    /// rate read off a segment of a few values is mostly chance).
-    pub max_growth: i64,
 }
 
 impl Default for StepPolicy {
@@ -41,7 +29,6 @@ impl Default for StepPolicy {
             max_step: 1_000_000,
             grow_below: Duration::from_secs(15 * 60),
             shrink_above: Duration::from_secs(30 * 60),
-            max_growth: 2,
         }
     }
 }
@@ -61,22 +48,10 @@ impl StepPolicy {
         let current = current.clamp(configured, ceiling);
         match lasted {
             None => current,
-            Some(d) if d < self.grow_below => current.saturating_mul(self.growth(current, d)).min(ceiling),
+            Some(d) if d < self.grow_below => current.saturating_mul(2).min(ceiling),
             Some(d) if d > self.shrink_above => (current / 2).max(configured),
             Some(_) => current,
         }
-    }
-
-    /// The factor for a segment of `current` values that lasted `d` (< `grow_below`): 2, or
-    /// from [`FAST_FROM`] values on a power of two up to `max_growth`, at most
-    /// `FAST_SEGMENT / d` when that is 2 or more.
-    fn growth(&self, current: i64, d: Duration) -> i64 {
-        if current < FAST_FROM {
-            return 2;
-        }
-        let room = FAST_SEGMENT.as_nanos() / d.as_nanos().max(1);
-        let most = room.min(self.max_growth.max(2) as u128).max(2) as u64;
-        1i64 << (63 - most.leading_zeros())
     }
 }
 
@@ -220,42 +195,6 @@ mod tests {
         assert!(!BlockPolicy::fresh(0, BLOCK_LIFETIME_US));
         assert!(!BlockPolicy::fresh(i64::MIN, i64::MAX));
         assert!(!BlockPolicy::fresh(10, 9), "a clock stepped back");
-    }
-
-    #[test]
-    fn a_segment_used_up_fast_grows_the_step_more_when_allowed() {
-        let p = StepPolicy::default();
-        let fast = StepPolicy { max_growth: 16, ..p };
-        let min = Duration::from_secs(60);
-        assert_eq!(p.next_step(1, 1, Some(Duration::from_millis(1))), 2, "Leaf's rule: twice at most");
-        assert_eq!(fast.next_step(1, 1, Some(Duration::from_millis(1))), 2, "a segment of one: twice");
-        assert_eq!(fast.next_step(8, 1, Some(Duration::from_millis(1))), 16, "of eight: twice");
-        assert_eq!(fast.next_step(16, 1, Some(Duration::from_millis(1))), 256);
-        assert_eq!(fast.next_step(256, 1, Some(Duration::from_millis(1))), 4096);
-        // 100 ms: 10 of them fit in a second, so 8 times; 300 ms: twice; minutes: twice
-        assert_eq!(fast.next_step(100, 1, Some(Duration::from_millis(100))), 800);
-        assert_eq!(fast.next_step(100, 1, Some(Duration::from_millis(300))), 200);
-        assert_eq!(fast.next_step(100, 1, Some(3 * min)), 200, "a few a minute: twice, as Leaf's");
-        assert_eq!(fast.next_step(100, 1, Some(14 * min)), 200);
-        assert_eq!(fast.next_step(100, 1, Some(20 * min)), 100);
-        assert_eq!(fast.next_step(100, 1, Some(40 * min)), 50);
-        assert_eq!(fast.next_step(600_000, 1, Some(Duration::ZERO)), 1_000_000, "up to the ceiling");
-        let unbounded = StepPolicy { max_growth: i64::MAX, ..p };
-        assert_eq!(unbounded.next_step(16, 1, Some(Duration::ZERO)), 1_000_000, "no overflow");
-    }
-
-    proptest! {
-        /// Growth past twice never overshoots: at the rate the last segment was used, the next
-        /// one lasts at most a second.
-        #[test]
-        fn growth_keeps_the_next_segment_under_grow_below(cur in 1i64..1_000, ms in 1u64..900_000, most in 2i64..64) {
-            let cur = cur.max(if ms % 2 == 0 { FAST_FROM } else { 1 });
-            let p = StepPolicy { max_growth: most, max_step: i64::MAX, ..StepPolicy::default() };
-            let next = p.next_step(cur, 1, Some(Duration::from_millis(ms)));
-            let factor = next / cur;
-            prop_assert!(factor == 2 || (factor > 2 && cur >= FAST_FROM && factor <= most && factor as u64 * ms <= 1_000));
-            prop_assert_eq!(factor & (factor - 1), 0, "a power of two");
-        }
     }
 
     #[test]

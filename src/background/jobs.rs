@@ -114,7 +114,7 @@ pub(super) fn run_job(
             let (cur, last) = (s.ord_cur_step.load(Ordering::Relaxed), s.ord_last_ms.load(Ordering::Relaxed));
             // order blocks of tags and keys alike: from one number up (see `key_step`)
             let lasted = (last != 0).then(|| Duration::from_millis((now - last).max(0) as u64));
-            let size = move |step| key_step(policy, cur, step, lasted, 2);
+            let size = move |step| key_step(policy, cur, step, lasted);
             Outcome::Order(plans.order_block(client, &slot.tag, slot.ident, (text, zone), *want, size)?)
         }
         Job::Snowflake { kind, job: SnowflakeJob::Refresh, .. } => {
@@ -161,13 +161,8 @@ pub(super) fn first_segment(
     // (a name without a key is refused by `reserve_first_of_key` without a statement; a
     // gapless tag is never `Loaded`, and its locked row says so again)
     let cur = loaded.step;
-    let r = plans.reserve_first_of_key(
-        client,
-        name,
-        loaded.ident,
-        move |step| key_step(policy, cur, step, None, KEY_MAX_GROWTH),
-        role,
-    )?;
+    let r =
+        plans.reserve_first_of_key(client, name, loaded.ident, move |step| key_step(policy, cur, step, None), role)?;
     Ok(matches!(r, Reserve::Done { .. }).then_some(r))
 }
 
@@ -185,39 +180,20 @@ fn sizer<'a>(
     let keyed = shmem::split_name(name).1.is_some();
     move |step| {
         if keyed {
-            key_step(policy, cur, step, (last_ms != 0).then_some(lasted), KEY_MAX_GROWTH)
+            key_step(policy, cur, step, (last_ms != 0).then_some(lasted))
         } else {
             policy.next_step(cur, step, Some(lasted))
         }
     }
 }
 
-/// The most a key's step grows at once (see [`key_step`]); order-number blocks double.
-const KEY_MAX_GROWTH: i64 = 16;
-
 /// The step of a keyed counter's next segment: from 1 up to the adaptive ceiling of its tag
-/// (`seqgen.max_step`, or the tag's step if that is larger), grown while segments last less
+/// (`seqgen.max_step`, or the tag's step if that is larger), doubled while segments last less
 /// than the policy's `grow_below` and halved when they last more than its `shrink_above`, so
 /// a key that draws a few numbers a day keeps taking one or two at a time and a hot key is
-/// served like a tag. Always adaptive (a fixed step would burn it per key). A key starts at 1,
-/// where a tag starts at its step: from 16 values on, a segment used up within a second grows
-/// up to 16 times at once (`max_growth`: as much as its rate would use up within the second),
-/// so a key drawn thousands of times a second (a new tenant's bulk load) reaches a step of
-/// 4,096 in six reservations, not twelve; below 16 it doubles (a key drawn a few times keeps
-/// its numbers dense). `lasted`: `None` for the first segment after the key was loaded
-/// (its stored step is kept).
-fn key_step(
-    policy: &seqgen_core::adaptive::StepPolicy,
-    cur: i64,
-    tag_step: i64,
-    lasted: Option<Duration>,
-    max_growth: i64,
-) -> i64 {
-    let p = seqgen_core::adaptive::StepPolicy {
-        enabled: true,
-        max_step: policy.max_step.max(tag_step),
-        max_growth,
-        ..*policy
-    };
+/// served like a tag. Always adaptive (a fixed step would burn it per key). `lasted`: `None`
+/// for the first segment after the key was loaded (its stored step is kept).
+fn key_step(policy: &seqgen_core::adaptive::StepPolicy, cur: i64, tag_step: i64, lasted: Option<Duration>) -> i64 {
+    let p = seqgen_core::adaptive::StepPolicy { enabled: true, max_step: policy.max_step.max(tag_step), ..*policy };
     p.next_step(cur, 1, lasted)
 }

@@ -338,6 +338,5 @@ pub fn step_policy() -> StepPolicy {
         max_step: MAX_STEP.get() as i64,
         grow_below: Duration::from_secs(STEP_GROW_BELOW.get() as u64),
         shrink_above: Duration::from_secs(STEP_SHRINK_ABOVE.get() as u64),
-        max_growth: 2,
     }
 }
