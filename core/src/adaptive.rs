@@ -146,12 +146,14 @@ impl BlockPolicy {
 
 /// The clock a backend stamps its blocks with in 16 bits (a cache entry's hot half has no room
 /// for a time in microseconds): statement times in ticks of `2^TICK_SHIFT` us (16.4 ms) since
-/// `base_us`. A tick is `None` before the base (the clock stepped back) or
-/// [`BlockClock::SPAN_TICKS`] ticks (about 9 minutes) after it: then the backend drops its
-/// blocks and starts the clock again at the statement time.
+/// `base_us`. A tick is `None` for a time before the latest one it was asked for (`seen_us`:
+/// the clock stepped back, so a block's age is unknown, even within one tick) or
+/// [`BlockClock::SPAN_TICKS`] ticks (about 9 minutes) after the base: then the backend drops
+/// its blocks and starts the clock again at the statement time ([`BlockClock::starting`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BlockClock {
     pub base_us: i64,
+    pub seen_us: i64,
 }
 
 impl BlockClock {
@@ -162,9 +164,19 @@ impl BlockClock {
     /// second ([`BLOCK_LIFETIME_US`]).
     pub const LIFETIME_TICKS: u16 = (BLOCK_LIFETIME_US >> Self::TICK_SHIFT) as u16;
 
-    /// Statement time `now_us` in ticks, if the clock still covers it.
+    /// A clock whose tick 0 is `now_us`.
+    pub fn starting(now_us: i64) -> BlockClock {
+        BlockClock { base_us: now_us, seen_us: now_us }
+    }
+
+    /// Statement time `now_us` in ticks, if the clock still covers it (and it is not before a
+    /// time asked for earlier).
     #[inline]
-    pub fn tick(&self, now_us: i64) -> Option<u16> {
+    pub fn tick(&mut self, now_us: i64) -> Option<u16> {
+        if now_us < self.seen_us {
+            return None;
+        }
+        self.seen_us = now_us;
         let ticks = now_us.checked_sub(self.base_us)? >> Self::TICK_SHIFT;
         (0..Self::SPAN_TICKS).contains(&ticks).then_some(ticks as u16)
     }
@@ -199,24 +211,33 @@ mod tests {
 
     #[test]
     fn the_block_clock_never_keeps_a_block_a_second() {
-        let c = BlockClock { base_us: 1_000 };
+        let mut c = BlockClock::starting(1_000);
         assert_eq!(c.tick(999), None, "before the base: the clock stepped back");
         assert_eq!(c.tick(1_000), Some(0));
         assert_eq!(c.tick(1_000 + (BlockClock::SPAN_TICKS << BlockClock::TICK_SHIFT) - 1), Some(u16::MAX >> 1));
         assert_eq!(c.tick(1_000 + (BlockClock::SPAN_TICKS << BlockClock::TICK_SHIFT)), None, "past its span");
-        assert_eq!(BlockClock { base_us: i64::MIN }.tick(i64::MAX), None, "no overflow");
-        assert_eq!(BlockClock { base_us: i64::MAX }.tick(i64::MIN), None);
+        let mut c = BlockClock::starting(0);
+        assert_eq!(c.tick(10_000), Some(0));
+        assert_eq!(c.tick(9_999), None, "a step back within one tick");
+        assert_eq!(BlockClock { base_us: i64::MIN, seen_us: i64::MIN }.tick(i64::MAX), None, "no overflow");
+        assert_eq!(BlockClock { base_us: i64::MAX, seen_us: i64::MIN }.tick(i64::MIN), None);
         assert!(!BlockClock::fresh(10, 9), "a tick before the claim");
     }
 
     proptest! {
-        /// Whatever the times, a block the ticks call fresh is less than a second old, and one
-        /// less than 983 ms old (60 ticks) is fresh.
+        /// Whatever the times, a block the ticks call fresh is less than a second old (and not
+        /// from a later time: a clock stepped back is never fresh), and one less than 983 ms old
+        /// (60 ticks) is fresh.
         #[test]
-        fn fresh_ticks_bound_the_age(base in -1_000_000_000i64..1_000_000_000, claim in 0i64..400_000_000, age in 0i64..3_000_000) {
-            let c = BlockClock { base_us: base };
+        fn fresh_ticks_bound_the_age(base in -1_000_000_000i64..1_000_000_000, claim in 0i64..400_000_000, age in -100_000i64..3_000_000) {
+            let mut c = BlockClock::starting(base);
             let (t0, t1) = (base + claim, base + claim + age);
-            if let (Some(a), Some(b)) = (c.tick(t0), c.tick(t1)) {
+            let a = c.tick(t0);
+            let b = c.tick(t1);
+            if age < 0 {
+                prop_assert_eq!(b, None, "a time before one seen");
+            }
+            if let (Some(a), Some(b)) = (a, b) {
                 if BlockClock::fresh(a, b) {
                     prop_assert!(age < BLOCK_LIFETIME_US, "fresh at {} us", age);
                     prop_assert!(BlockPolicy::fresh(t0, t1));

@@ -361,9 +361,9 @@ impl Cache {
         }
     }
 
-    /// Statement time `now_us` on the blocks' clock. Past the clock's span, or before its
-    /// base (the clock stepped back), every block is dropped (a gap) and the clock starts
-    /// again at `now_us`: once every 9 minutes.
+    /// Statement time `now_us` on the blocks' clock. Past the clock's span (once every 9
+    /// minutes), or before a statement time it was given earlier (the clock stepped back),
+    /// every block is dropped (a gap) and the clock starts again at `now_us`.
     #[inline]
     fn tick(&mut self, now_us: i64) -> u16 {
         match self.clock.tick(now_us) {
@@ -377,7 +377,7 @@ impl Cache {
     fn restart_clock(&mut self, now_us: i64) -> u16 {
         let area = self.live_area();
         self.entries.iter_mut().for_each(|m| m.hot.lose(area));
-        self.clock = BlockClock { base_us: now_us };
+        self.clock = BlockClock::starting(now_us);
         0
     }
 
@@ -664,16 +664,19 @@ fn record_in(name: &str, value: i64, per_entry: bool) {
     let at = std::mem::replace(&mut c.drawn.recent, NONE);
     let kept = if per_entry { c.drawn.record_at(at, value) } else { c.drawn.record_latest_at(at, value) };
     if !kept {
-        record_slow(&mut c, name, value);
+        record_slow(&mut c, name, value, per_entry);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn record_slow(c: &mut Cache, name: &str, value: i64) {
+fn record_slow(c: &mut Cache, name: &str, value: i64, per_entry: bool) {
     match c.find_at(name) {
-        Some(at) => {
+        Some(at) if per_entry => {
             c.drawn.record_at(at as u32, value);
+        }
+        Some(at) => {
+            c.drawn.record_latest_at(at as u32, value);
         }
         None => c.drawn.record_name(name.as_bytes(), value),
     }

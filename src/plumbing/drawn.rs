@@ -1,6 +1,6 @@
 //! What `seqgen_next` returned to this session, for `seqgen_currval` and `seqgen_lastval` (as
-//! PostgreSQL keeps `currval` and `lastval` for sequences). Kept beside the directory's cache
-//! entries (`directory.rs`), by entry index: the draw's fast path already found the entry, so
+//! PostgreSQL keeps `currval` and `lastval` for sequences). Kept beside the cache
+//! entries (`cache.rs`), by entry index: the draw's fast path already found the entry, so
 //! remembering the value is a store, with no lookup and no copy of the name. A value whose
 //! entry goes (the tag's slot moved on, the cache emptied) is kept by name instead; a key's is
 //! not (keys are many: `seqgen_currval` names a tag, and only the latest draw of all is kept
@@ -26,7 +26,7 @@ pub struct Values {
     latest_at: u32,
     latest_name: Vec<u8>,
     /// The entry the current call's draw came from: set by the fast path of a draw, taken by
-    /// [`record`](crate::plumbing::directory::record).
+    /// [`record`](crate::plumbing::cache::record).
     pub recent: u32,
 }
 
