@@ -137,6 +137,10 @@ use_build_cache() {
 # SEQGEN_INSTALL_PROFILE (default release; tests/run.sh picks itest where no package is built).
 install_extension() {
     local profile=${SEQGEN_INSTALL_PROFILE:-release}
+    # a target directory that other clones build into too: this clone's own crates must not
+    # be taken from theirs (see use_build_cache; a benchmark run from another clone just before
+    # had this one install that clone's build)
+    if [ -n "${CARGO_TARGET_DIR:-}" ] && [ -z "${SEQGEN_IN_ROOT:-}" ]; then use_build_cache; fi
     say "building and installing pg_seqgen ($profile) into PostgreSQL $PG_MAJOR"
     local log=/tmp/pg_seqgen_install.log
     if ! (cd "$ROOT" && as_root env "PATH=$PATH" "HOME=$HOME" ${CARGO_TARGET_DIR:+"CARGO_TARGET_DIR=$CARGO_TARGET_DIR"} cargo pgrx install --profile "$profile" --pg-config "$PG_CONFIG") >"$log" 2>&1; then
