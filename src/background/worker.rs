@@ -446,10 +446,7 @@ impl Worker {
                                         Err(e) => {
                                             // the draw asks for the segment as usual, and meets
                                             // the failure there too; reported like any job's
-                                            if !e.locked {
-                                                warning!("pg_seqgen allocator: {}: {}", job_name(job), e.msg);
-                                            }
-                                            note_error(h, e.state, &format!("{}: {}", job_name(job), e.msg));
+                                            report_failure(h, job, &e);
                                             None
                                         }
                                     };
@@ -518,10 +515,7 @@ impl Worker {
                 self.retry_soon = true;
             }
             if let Outcome::Failed(e) = &outcome {
-                if !e.locked {
-                    warning!("pg_seqgen allocator: {}: {}", job_name(job), e.msg);
-                }
-                note_error(h, e.state, &format!("{}: {}", job_name(job), e.msg));
+                report_failure(h, job, e);
             }
             finish(h, job, outcome, now);
         }
@@ -603,6 +597,15 @@ fn job_name(job: &Job) -> String {
         Job::Snowflake { kind, .. } => format!("persisting the {} reservation", kind.name()),
         Job::Verify { .. } => "checking loaded tags against the catalog".into(),
     })
+}
+
+/// A job failed: a warning in the log (not for a row another transaction held locked: it is
+/// tried again), and the failure in the health view.
+fn report_failure(h: &Header, job: &Job, e: &JobError) {
+    if !e.locked {
+        warning!("pg_seqgen allocator: {}: {}", job_name(job), e.msg);
+    }
+    note_error(h, e.state, &format!("{}: {}", job_name(job), e.msg));
 }
 
 /// Record a failure in the health view.

@@ -319,7 +319,8 @@ impl Cache {
     #[inline]
     fn acl_gen(&mut self, area: &Header) -> u16 {
         let now = Stamp::now(area.acl_epoch.load(Ordering::Acquire));
-        if self.acl_gen == 0 || self.acl_now != Some(now) {
+        // (`acl_now` is `None` only before the first: then `acl_gen` is 0)
+        if self.acl_now != Some(now) {
             self.new_acl_gen(now);
         }
         self.acl_gen

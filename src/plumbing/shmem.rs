@@ -1048,9 +1048,6 @@ fn with_lock<R>(lock: *mut pg_sys::LWLock, exclusive: bool, f: impl FnOnce() -> 
     r
 }
 
-/// Retire the slot of `name`: every cached resolution of it becomes invalid, draws in flight
-/// are discarded, and the next call reloads the tag from the catalog. Called when a deletion
-/// of the tag's catalog row commits.
 /// How many counters of retirement requests an area keeps (tags spread over them by name).
 pub const RETIRE_BUCKETS: usize = 64;
 
@@ -1058,13 +1055,14 @@ pub const RETIRE_BUCKETS: usize = 64;
 /// key): it moves whenever a catalog change of that tag (or of a tag sharing its bucket, or
 /// of every tag) asked for its slots to be retired.
 pub fn retire_requests<'a>(h: &'a Header, name: &[u8]) -> &'a AtomicU64 {
-    use std::hash::Hasher;
+    use std::hash::BuildHasher;
     let tag = name.split(|&b| b == KEY_SEP).next().unwrap_or(name);
-    let mut hasher = rustc_hash::FxHasher::default();
-    hasher.write(tag);
-    &h.retire_requests[hasher.finish() as usize % RETIRE_BUCKETS]
+    &h.retire_requests[rustc_hash::FxBuildHasher.hash_one(tag) as usize % RETIRE_BUCKETS]
 }
 
+/// Retire the slot of `name`: every cached resolution of it becomes invalid, draws in flight
+/// are discarded, and the next call reloads the tag from the catalog. Called when a deletion
+/// of the tag's catalog row commits.
 pub fn retire(name: &[u8]) {
     let Some(h) = header() else { return };
     with_dir_lock(h, true, || {
