@@ -46,6 +46,7 @@ for r in 1 2 3; do
     say "round $r: $KEYS new keys from $CLIENTS sessions, each kind"
     burst "seqgen_$r" "SELECT seqgen_next('burst', 'r$r-' || :client_id || '-' || :i);"
     burst "upsert_$r" "INSERT INTO counters AS c VALUES ('r$r-' || :client_id || '-' || :i, 1) ON CONFLICT (k) DO UPDATE SET n = c.n + 1 RETURNING n;"
+    burst "floor_$r" "SELECT 'r$r-' || :client_id || '-' || :i;"
 done
 say "a cold key alone: 2,000 new keys from one session, each kind"
 for r in 1 2 3; do
@@ -62,14 +63,15 @@ def round_stats(name):
     lat = sorted(int(l.split()[2]) for f in glob.glob(f'{out}/log_{name}.*') for l in open(f))
     return tps, lat[len(lat) // 2] / 1000, lat[int(len(lat) * 0.99)] / 1000, lat[-1] / 1000
 res = {}
-for kind in ('seqgen', 'upsert'):
+for kind in ('seqgen', 'upsert', 'floor'):
     rows = [round_stats(f'{kind}_{r}') for r in (1, 2, 3)]
     res[kind] = [statistics.median(x[i] for x in rows) for i in range(4)]
 print(f"\n| {keys:,} new keys from {clients} sessions at once | keys per second | p50 wait, ms | p99 wait, ms | longest, ms |")
 print("| --- | ---: | ---: | ---: | ---: |")
 print("| `seqgen_next('burst', key)` | {:,.0f} | {:.2f} | {:.2f} | {:.1f} |".format(*res['seqgen']))
 print("| a counter upsert (`INSERT ... ON CONFLICT DO UPDATE ... RETURNING`) | {:,.0f} | {:.2f} | {:.2f} | {:.1f} |".format(*res['upsert']))
-print(f"\nseqgen_next: {res['seqgen'][0] / res['upsert'][0]:.2f}x the upsert's rate (median of 3 rounds)")
+print("| the floor: the key's expression alone (`SELECT 'r1-' \\|\\| client \\|\\| '-' \\|\\| i`) | {:,.0f} | {:.2f} | {:.2f} | {:.1f} |".format(*res['floor']))
+print(f"\nseqgen_next: {res['seqgen'][0] / res['upsert'][0]:.2f}x the upsert's rate, {res['seqgen'][0] / res['floor'][0]:.2f}x the floor's (medians of 3 rounds)")
 for kind in ('seqgen_one', 'upsert_one'):
     rows = [round_stats(f'{kind}_{r}') for r in (1, 2, 3)]
     res[kind] = [statistics.median(x[i] for x in rows) for i in range(4)]

@@ -46,7 +46,12 @@ CREATE TABLE seqgen.alloc (
     gapless     pg_catalog.bool NOT NULL DEFAULT false,
     -- Where each keyed counter of the tag starts (seqgen_next(biz_tag, key)): the start_with
     -- of seqgen_create (1 for tags made before 0.6.0).
-    start_with  pg_catalog.int8 NOT NULL DEFAULT 1 CHECK (start_with OPERATOR(pg_catalog.>=) 1)
+    start_with  pg_catalog.int8 NOT NULL DEFAULT 1 CHECK (start_with OPERATOR(pg_catalog.>=) 1),
+    -- Of keyed counters: no key without a row in seqgen.key_counter has given out a value above
+    -- it (NULL: none has given any out). The allocator raises it before it makes new keys
+    -- whose rows it commits without waiting for the flush, and lowers it again once they are
+    -- on disk; a key made after a crash in between starts above it.
+    key_floor   pg_catalog.int8
 );
 COMMENT ON TABLE seqgen.alloc IS
     'pg_seqgen tags: max_id is the highest value ever reserved; it never decreases';

@@ -627,3 +627,9 @@ COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_rewind(pg_catalog.uuid) IS 'Superu
 COMMENT ON FUNCTION @extschema@.seqgen_uuidv7_status() IS 'The UUIDv7 generator: last time and counter, reservation, clock lag, waits';
 COMMENT ON FUNCTION @extschema@.seqgen_worker_status() IS 'This database''s allocator (background worker): running, pid, last cycle, pending jobs, errors';
 -- </comments>
+
+-- Keyed counters: no key without a row in seqgen.key_counter has given out a value above
+-- key_floor (NULL: none has given any out). The allocator raises it before it makes new keys
+-- whose rows it commits without waiting for the flush, and lowers it again once they are on
+-- disk; a key made after a crash in between starts above it.
+ALTER TABLE seqgen.alloc ADD COLUMN key_floor pg_catalog.int8;

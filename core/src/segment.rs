@@ -202,6 +202,19 @@ pub struct Snapshot {
     pub skipped: u64,
 }
 
+impl Snapshot {
+    /// The value the next draw takes and the end of its segment: from the current segment, or
+    /// once it is used up, from the start of the one fetched after it; `None` when neither has
+    /// a value left.
+    pub fn next_value(&self) -> Option<(i64, i64)> {
+        let (seg, used) = match self.current.filter(|c| self.used < c.len) {
+            Some(c) => (c, self.used),
+            None => (self.next?, 0),
+        };
+        Some((seg.start + used as i64, seg.start + seg.len as i64 - 1))
+    }
+}
+
 /// Why [`SegmentBuffer::publish`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PublishError {
@@ -515,6 +528,17 @@ mod tests {
 
     fn seg(start: i64, len: u64) -> Segment {
         Segment { start, len, trigger: trigger_offset(len, 10), period: 0 }
+    }
+
+    #[test]
+    fn the_next_value_comes_from_the_segment_fetched_once_the_current_one_is_used_up() {
+        let snap = |current, used, next| Snapshot { current, used, next, total_used: used, skipped: 0 };
+        assert_eq!(snap(Some(seg(5, 2)), 1, None).next_value(), Some((6, 6)));
+        assert_eq!(snap(Some(seg(5, 2)), 2, None).next_value(), None);
+        assert_eq!(snap(Some(seg(5, 2)), 2, Some(seg(7, 4))).next_value(), Some((7, 10)));
+        assert_eq!(snap(Some(seg(5, 2)), 0, Some(seg(7, 4))).next_value(), Some((5, 6)));
+        assert_eq!(snap(None, 0, Some(seg(7, 4))).next_value(), Some((7, 10)));
+        assert_eq!(snap(None, 0, None).next_value(), None);
     }
 
     #[test]

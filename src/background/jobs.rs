@@ -12,7 +12,7 @@ use pgrx::spi::SpiClient;
 
 use crate::background::process::JobError;
 use crate::generators::snowflake::{Kind, SnowflakeJob};
-use crate::plumbing::catalog::{self, OrderReserve, Reserve, TemplateRead};
+use crate::plumbing::catalog::{self, Birth, Lease, OrderReserve, Reserve, TemplateRead};
 use crate::plumbing::shmem::{self, Header, Ident, Mailbox, TagSlot};
 
 /// One unit of work gathered from shared memory.
@@ -41,6 +41,9 @@ pub(super) enum Job {
     Snowflake { kind: Kind, job: SnowflakeJob, ts: i64 },
     /// Check that every loaded slot still serves its catalog row.
     Verify { slots: Vec<SlotRef> },
+    /// Give back the lease of a tag no new key was made under for a while
+    /// (`catalog::Plans::return_lease`).
+    ReturnLease { tag: String, lease: Lease },
 }
 
 /// A slot as the job saw it: a job's result is applied only if the slot still has this
@@ -80,7 +83,9 @@ pub(super) enum Outcome {
     Snowflake(Option<i64>),
     /// Loads: the tag exists, with this configured step, identity and owner; with the first
     /// segment of a keyed counter when one was reserved (`Reserve::Done`).
-    Loaded(catalog::Loaded, Option<Reserve>),
+    Loaded(catalog::Loaded, Option<(Reserve, Birth)>),
+    /// A tag's lease given back (`catalog::Plans::return_lease`).
+    Returned,
     Template(TemplateRead),
     Order(OrderReserve),
     /// Verify: the slots that no longer serve their row.
@@ -134,6 +139,10 @@ pub(super) fn run_job(
                 sizer(policy, &slot.tag, cur, last, now),
             )?)
         }
+        Job::ReturnLease { tag, lease } => {
+            plans.return_lease(client, tag, *lease)?;
+            Outcome::Returned
+        }
         Job::Verify { slots: refs } => {
             let names: Vec<String> = refs.iter().map(|r| r.tag.clone()).collect();
             let found: HashMap<String, Ident> = plans.verify(client, names)?.into_iter().collect();
@@ -149,7 +158,8 @@ pub(super) fn run_job(
 /// reservation's lock; reserved from that row only (its identity is checked there too), sized
 /// as the first prefetch after a load would be. `None`: not a keyed counter, or not allowed
 /// (the caller's own check refuses it next), or nothing reserved (the draw asks for its segment
-/// as usual, and meets any failure then).
+/// as usual, and meets any failure then). `lease`: the allocator's lease of the tag, if it
+/// holds one (see `catalog::Lease`).
 pub(super) fn first_segment(
     client: &mut SpiClient<'_>,
     plans: &catalog::Plans,
@@ -157,13 +167,14 @@ pub(super) fn first_segment(
     loaded: &catalog::Loaded,
     role: u32,
     policy: &seqgen_core::adaptive::StepPolicy,
-) -> pgrx::spi::Result<Option<Reserve>> {
+    lease: Option<Lease>,
+) -> pgrx::spi::Result<Option<(Reserve, Birth)>> {
     // (a name without a key is refused by `reserve_first_of_key` without a statement; a
     // gapless tag is never `Loaded`, and its locked row says so again)
     let cur = loaded.step;
-    let r =
-        plans.reserve_first_of_key(client, name, loaded.ident, move |step| key_step(policy, cur, step, None), role)?;
-    Ok(matches!(r, Reserve::Done { .. }).then_some(r))
+    let size = move |step| key_step(policy, cur, step, None);
+    let (r, birth) = plans.reserve_first_of_key(client, name, loaded.ident, size, role, lease)?;
+    Ok(matches!(r, Reserve::Done { .. }).then_some((r, birth)))
 }
 
 /// How many values the next reservation of `name` (a tag, or a tag and a key) takes, given

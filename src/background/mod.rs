@@ -6,6 +6,7 @@ pub mod citus;
 pub mod health;
 mod jobs;
 pub mod launcher;
+mod leases;
 pub mod process;
 mod publish;
 pub mod slots;

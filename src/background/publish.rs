@@ -153,7 +153,7 @@ pub(super) fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) 
                 // the grants this load read, for backends' first draws without the catalog
                 shmem::all_slots(h)[idx].grants.publish(gen, *epoch, &grants);
             }
-            if let Some(Reserve::Done { range, opaque, node_bits, .. }) = first {
+            if let Some((Reserve::Done { range, opaque, node_bits, .. }, _)) = first {
                 if fresh && unchanged {
                     // a keyed counter's first segment, reserved in the load's transaction (from
                     // the row the slot serves: its identity was checked under the row's lock)
@@ -294,7 +294,7 @@ pub(super) fn finish(h: &'static Header, job: &Job, outcome: Outcome, now: i64) 
                 retire_ref(h, r);
             }
         }
-        (Job::Verify { .. }, _) => {}
+        (Job::Verify { .. } | Job::ReturnLease { .. }, _) => {}
     }
 }
 

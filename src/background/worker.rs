@@ -32,6 +32,7 @@ use pgrx::prelude::*;
 use seqgen_core::template::{self, Template, Tz};
 
 use crate::background::jobs::{first_segment, run_job, Job, Outcome, SlotRef};
+use crate::background::leases::{self, Leases};
 use crate::background::process::{alive, in_subtransaction, in_transaction, set_option, JobError};
 use crate::background::publish::{answer, finish};
 use crate::background::slots::update_rates;
@@ -292,6 +293,7 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
         templated: Default::default(),
         verify_hand: 0,
         sync: Default::default(),
+        leases: Default::default(),
     };
     loop {
         unsafe {
@@ -357,6 +359,8 @@ struct Worker {
     verify_hand: usize,
     /// On a Citus worker: the copy of the coordinator's tag definitions.
     sync: crate::background::citus::Sync,
+    /// The tags' leases for new keys (`leases.rs`).
+    leases: Leases,
 }
 
 /// Loaded slots checked against the catalog per second (all of them, in turn).
@@ -379,6 +383,8 @@ impl Worker {
         jobs.extend(self.gather_orders(h, now, &candidates));
         if periodic {
             self.last_periodic_ms = now;
+            // first: a key made later in the cycle then sees the floor given back
+            jobs.splice(0..0, self.leases.give_back_idle(now));
             update_rates(h, now);
             clear_acl_prepared(h);
             let all = shmem::slots(h);
@@ -414,12 +420,14 @@ impl Worker {
                     }
                     Ok(CatalogState::Absent) => {
                         self.plans = None;
+                        self.leases.clear();
                         self.catalog = 0;
                         self.absent = true;
                         missing = Some(Outcome::CatalogMissing);
                     }
                     Ok(CatalogState::Missing) => {
                         self.plans = None;
+                        self.leases.clear();
                         self.catalog = 0;
                         missing = Some(Outcome::CatalogMissing);
                     }
@@ -432,6 +440,9 @@ impl Worker {
                 }
             }
             let slots = shmem::all_slots(h);
+            // leases started in this transaction serve its later keys too (they commit, and
+            // are flushed, with the floor that covers them)
+            let leases = std::cell::RefCell::new(self.leases.in_cycle());
             let out: Vec<Outcome> = jobs
                 .iter()
                 .map(|job| match (&self.plans, &missing) {
@@ -440,16 +451,21 @@ impl Worker {
                         // failure there leaves the load done (the draw asks again, as usual)
                         Ok(Outcome::Loaded(l, None)) => match job {
                             Job::Load { tag, draw_as, .. } if *draw_as != 0 => {
-                                let first =
-                                    match in_subtransaction(|c| first_segment(c, plans, tag, &l, *draw_as, &policy)) {
-                                        Ok(first) => first,
-                                        Err(e) => {
-                                            // the draw asks for the segment as usual, and meets
-                                            // the failure there too; reported like any job's
-                                            report_failure(h, job, &e);
-                                            None
-                                        }
-                                    };
+                                let lease = leases.borrow().of(tag);
+                                let first = match in_subtransaction(|c| {
+                                    first_segment(c, plans, tag, &l, *draw_as, &policy, lease)
+                                }) {
+                                    Ok(first) => {
+                                        leases.borrow_mut().started(tag, first.as_ref());
+                                        first
+                                    }
+                                    Err(e) => {
+                                        // the draw asks for the segment as usual, and meets
+                                        // the failure there too; reported like any job's
+                                        report_failure(h, job, &e);
+                                        None
+                                    }
+                                };
                                 Outcome::Loaded(l, first)
                             }
                             _ => Outcome::Loaded(l, None),
@@ -465,6 +481,9 @@ impl Worker {
                     (_, Some(_)) => Outcome::CatalogMissing,
                 })
                 .collect();
+            if !leases::needs_flush(&out) {
+                leases::commit_without_flush();
+            }
             out
         }));
         self.retry_soon = false;
@@ -487,6 +506,7 @@ impl Worker {
             self.retry_soon = true;
             return;
         }
+        self.leases.committed(&jobs, &outcomes, now);
         if outcomes.iter().any(|o| matches!(o, Outcome::CatalogMissing)) {
             note_catalog(h, None);
         } else if self.plans.is_some() {
@@ -596,6 +616,7 @@ fn job_name(job: &Job) -> String {
         Job::Order { slot, .. } => format!("reserving order numbers of tag \"{}\"", slot.tag),
         Job::Snowflake { kind, .. } => format!("persisting the {} reservation", kind.name()),
         Job::Verify { .. } => "checking loaded tags against the catalog".into(),
+        Job::ReturnLease { tag, .. } => format!("giving back the floor of new keys of tag \"{tag}\""),
     })
 }
 

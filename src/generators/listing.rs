@@ -98,10 +98,10 @@ fn visible() -> Vec<Row> {
             row.counters = !row.opaque || grants.owned();
             row.live = h.and_then(|h| directory::lookup(h, row.tag.as_bytes())).map(|r| {
                 let (s, slot, ord) = (r.slot.seg.snapshot(), r.slot, r.slot.ord.snapshot());
-                let cur = s.current.filter(|c| s.used < c.len);
+                let next = s.next_value();
                 Live {
-                    next_value: cur.map(|c| c.start + s.used as i64),
-                    segment_end: cur.map(|c| c.start + c.len as i64 - 1),
+                    next_value: next.map(|n| n.0),
+                    segment_end: next.map(|n| n.1),
                     next_ready: s.next.is_some(),
                     cached: (shmem::undrawn(&s) + shmem::undrawn(&ord)) as i64,
                     drawn: (s.total_used + ord.total_used) as i64,

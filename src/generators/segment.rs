@@ -557,10 +557,7 @@ fn seqgen_key_status(
         .into_iter()
         .map(|(k, max_id, step, time)| {
             let live = with_key_name(biz_tag, &k, |n| Ok(directory::lookup(h, n.as_bytes()))).ok().flatten();
-            let cur = live.and_then(|r| {
-                let s = r.slot.seg.snapshot();
-                s.current.filter(|c| s.used < c.len).map(|c| (c.start + s.used as i64, c.start + c.len as i64 - 1))
-            });
+            let cur = live.and_then(|r| r.slot.seg.snapshot().next_value());
             (k, max_id, step, cur.map(|c| c.0), cur.map(|c| c.1), live.is_some(), time)
         })
         .collect();

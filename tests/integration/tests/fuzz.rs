@@ -113,6 +113,8 @@ const DOCUMENTED: [&str; 19] = [
 
 /// Where the ledgers of keyed counters start (`KEYED + tag * 3 + key`, beside the tags').
 const KEYED: usize = 1000;
+/// The ledgers of key `n<i>` of tag `t`: `NEW_KEYS * (t + 1) + i`.
+const NEW_KEYS: usize = 1_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Shape {
@@ -142,6 +144,10 @@ enum Draw {
     /// starts above every margin a committed `seqgen_advance` added to the tag (a key the old
     /// primary first drew while a standby lagged must not start at 1 on the promoted one).
     NewKey(usize, usize),
+    /// `seqgen_next(tag, key)` of key `n` and that number, often one drawn before (made under
+    /// the tag's lease, its row maybe lost in a crash since: it goes on above the tag's
+    /// `key_floor`, never again from where it started), maybe never.
+    KeyAgain(usize, usize),
     OrderNo(usize, u32),
     /// `seqgen_order_no(tag, key)` on keys `k0` to `k2` in turn, this many rows.
     OrderKeyed(usize, u32),
@@ -379,6 +385,7 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
                     ),
                     // mostly of the tag advanced last (a new key after an advance is the case)
                     24 if rng.random_bool(0.5) => Draw::NewKey(advanced.unwrap_or(t), i),
+                    23 if i > 0 && rng.random_bool(0.3) => Draw::KeyAgain(t, i - rng.random_range(1..=i.min(40))),
                     23..=24 => Draw::Keyed(t, [1, 3, 40][rng.random_range(0..3)]),
                     0..=3 => Draw::Next(t),
                     // per-session blocks: many tags in turn, often, and two (whose blocks grow)
@@ -577,6 +584,9 @@ impl Run {
                 "max_prepared_transactions = 20",
                 "max_connections = 60",
                 "log_min_messages = warning",
+                // the WAL writer held off: an immediate restart loses the rows of the last keys
+                // made under a lease (their commits do not wait for the flush)
+                "wal_writer_delay = '10s'",
             ],
         )
         .with_clock_shift();
@@ -819,6 +829,7 @@ impl Run {
             // keys count on their own: the tag's grant still applies
             Draw::Keyed(t, _)
             | Draw::NewKey(t, _)
+            | Draw::KeyAgain(t, _)
             | Draw::OrderNo(t, _)
             | Draw::OrderKeyed(t, _)
             | Draw::Code(t, ..) => (*t, None),
@@ -942,7 +953,7 @@ impl Run {
                 "SELECT (g % 3) || ':' || seqgen_next('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g",
                 TAGS[*t]
             ),
-            Draw::NewKey(t, i) => format!("SELECT seqgen_next('{}', 'n{i}')", TAGS[*t]),
+            Draw::NewKey(t, i) | Draw::KeyAgain(t, i) => format!("SELECT seqgen_next('{}', 'n{i}')", TAGS[*t]),
             Draw::OrderNo(t, k) => format!("SELECT seqgen_order_no('{}') FROM generate_series(1, {k})", TAGS[*t]),
             Draw::OrderKeyed(t, n) => {
                 format!("SELECT seqgen_order_no('{}', 'k' || (g % 3)) FROM generate_series(1, {n}) g", TAGS[*t])
@@ -1043,17 +1054,19 @@ impl Run {
                     let (db, t, inc) = key;
                     self.ids.entry((db, KEYED + t * 3 + k, inc)).or_default().insert(id)
                 }
-                Draw::NewKey(t, _) => {
+                Draw::NewKey(t, i) | Draw::KeyAgain(t, i) => {
                     let id = v.parse::<i64>().map_err(|_| format!("not a bigint: {v}"))?;
                     let key = self.tag_key(db, *t);
                     let base = self.model.key_base.get(&key).copied().unwrap_or(0);
-                    if id <= base && !self.model.floor_unknown.contains(&key) {
+                    if matches!(d, Draw::NewKey(..)) && id <= base && !self.model.floor_unknown.contains(&key) {
                         return Err(format!(
                             "session {s} drew {id} of a new key of tag {}: not above the margins of its committed advances ({base})",
                             TAGS[*t]
                         ));
                     }
-                    true
+                    // key n<i> counts on its own, whichever draw made it
+                    let (db, t, inc) = key;
+                    self.ids.entry((db, NEW_KEYS + t * NEW_KEYS + i, inc)).or_default().insert(id)
                 }
                 // a key's numbers render the key: one ledger of texts per tag incarnation
                 Draw::OrderNo(t, _) | Draw::OrderKeyed(t, _) => {

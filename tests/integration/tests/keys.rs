@@ -113,8 +113,8 @@ fn keyed_counters_repeat_nothing_and_lose_at_most_two_segments_in_a_crash() {
     c.sql(&format!("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('ticket', {TAG_STEP}, {START});"));
 
     // the catalog as the crash left it (read before any session draws again)
-    let mut at_crash = HashMap::new();
-    let all = draw(&c, 5000, 20_000, || at_crash = catalog(&c));
+    let (mut at_crash, mut floor) = (HashMap::new(), None);
+    let all = draw(&c, 5000, 20_000, || (at_crash, floor) = (catalog(&c), key_floor(&c, "ticket")));
     let before: Vec<(usize, i64)> = all.iter().filter(|x| !x.2).map(|x| (x.0, x.1)).collect();
     let after: Vec<(usize, i64)> = all.iter().filter(|x| x.2).map(|x| (x.0, x.1)).collect();
     assert!(!after.is_empty() && before.len() >= 20_000, "{} before the crash, {} after", before.len(), after.len());
@@ -146,10 +146,21 @@ fn keyed_counters_repeat_nothing_and_lose_at_most_two_segments_in_a_crash() {
         *h = (*h).max(v);
     }
     let (mut lost_total, mut lost_max, mut step_total) = (0i64, 0i64, 0i64);
+    // a new key starts at start_with, or above the floor that covered the new keys at the crash
+    // (their rows' commits did not wait for the flush: see the test below)
+    let new_after = floor.unwrap_or(0).max(START - 1) + 1;
     for (k, vs) in &per_key {
         // a key the crash met before its first value was returned lost its first values
         let Some(&(max_id, step)) = at_crash.get(k) else {
-            assert_eq!(vs[0], START, "key p{k}, first drawn after the crash, did not start at start_with");
+            // before the crash: at most its first value (a second one would have waited for
+            // a flushed commit of its row); after it: from just above the floor
+            let of_k = |after: bool| all.iter().filter(move |x| x.0 == *k && x.2 == after).map(|x| x.1);
+            assert!(of_k(false).all(|v| v == START), "key p{k} drew above start_with with no row at the crash");
+            assert!(
+                of_k(true).min().is_none_or(|v| v == new_after),
+                "key p{k}, without a row at the crash, went on at {:?} (start_with {START}, floor {floor:?})",
+                of_k(true).min()
+            );
             continue;
         };
         let high = highest_before.get(k).copied().unwrap_or(START - 1);
@@ -199,13 +210,17 @@ fn keyed_counters_refuse_bad_input_and_follow_the_tag() {
     assert_eq!(one(&mut a, "SELECT seqgen_next('t', 'b')"), Ok(5));
     // the tag's own counter is another one
     assert_eq!(one(&mut a, "SELECT seqgen_next('t')"), Ok(5));
-    // the keys on demand: a's next value is 7 (6 was drawn from its second segment)
-    let rows = a
-        .query("SELECT key, max_id, next_value, loaded FROM seqgen_key_status('t') ORDER BY key", &[])
-        .unwrap()
-        .iter()
-        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1), r.get::<_, Option<i64>>(2), r.get::<_, bool>(3)))
-        .collect::<Vec<_>>();
+    // the keys on demand: a's next value is 7 (its first segment was 5 and 6; the draw of 6
+    // asked for the next one, which comes in the background)
+    let status = |a: &mut Client| {
+        a.query("SELECT key, max_id, next_value, loaded FROM seqgen_key_status('t') ORDER BY key", &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1), r.get::<_, Option<i64>>(2), r.get::<_, bool>(3)))
+            .collect::<Vec<_>>()
+    };
+    recovery_time(Duration::from_secs(10), || status(&mut a)[0].2.is_some());
+    let rows = status(&mut a);
     println!("seqgen_key_status('t'): {rows:?}");
     assert_eq!(rows.iter().map(|r| (r.0.as_str(), r.3)).collect::<Vec<_>>(), [("a", true), ("b", true)]);
     assert_eq!(rows[0].2, Some(7));
@@ -387,4 +402,88 @@ fn keyed_order_numbers_restart_per_key_and_survive_a_crash() {
     let day_rows = c.one_i64("SELECT count(DISTINCT period_key) FROM seqgen.key_order_counter WHERE key = 'p0'");
     assert_eq!(day_rows, 1, "one row per key and unit, moved to the new day");
     println!("the next day: {} keys each started again at 1", ORDER_KEYS / 100);
+}
+
+/// `key_floor` of tag `tag`, if set.
+fn key_floor(c: &Cluster, tag: &str) -> Option<i64> {
+    c.connect().query_one("SELECT key_floor FROM seqgen.alloc WHERE biz_tag = $1", &[&tag]).unwrap().get(0)
+}
+
+/// The first value of each of `keys` drawn once, from one session.
+fn first_values(c: &Cluster, tag: &str, keys: &[String]) -> Vec<i64> {
+    let mut cl = c.connect();
+    keys.iter().map(|k| cl.query_one("SELECT seqgen_next($1, $2)", &[&tag, k]).unwrap().get(0)).collect()
+}
+
+/// New keys under the tag's lease (issue 33): the allocator commits their rows without waiting
+/// for the flush, covered by the tag's `key_floor`, flushed before. The WAL writer is held off
+/// here (`wal_writer_delay = 10s`), so an immediate shutdown right after loses the rows of the
+/// last keys made; each of those keys, drawn again, goes on above the floor, not from
+/// `start_with` again. (With the floor ignored, a lost key starts at `start_with` and repeats
+/// its first value: checked once by hand, see the closing note of issue 33.)
+#[test]
+fn new_keys_whose_rows_a_crash_lost_go_on_above_the_floor() {
+    let c = Cluster::init("keys_floor", 57504, &["seqgen.max_databases = 2", "wal_writer_delay = '10s'"]);
+    c.start();
+    c.sql(&format!("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('born', {TAG_STEP}, {START});"));
+    // the first new key starts the lease: its own commit, and the floor's, are flushed
+    let first: i64 = first_values(&c, "born", &["k0".to_string()])[0];
+    assert_eq!(first, START);
+    // (by the first key's first segment: two values)
+    assert_eq!(key_floor(&c, "born"), Some(START + 1), "the lease raised the floor");
+    let keys: Vec<String> = (1..=400).map(|i| format!("k{i}")).collect();
+    let before = first_values(&c, "born", &keys);
+    assert!(before.iter().all(|&v| v == START), "new keys under the lease start at start_with");
+    c.stop("immediate");
+    c.start();
+    let kept = c.one_i64("SELECT count(*) FROM seqgen.key_counter WHERE biz_tag = 'born' AND key <> 'k0'");
+    let lost = keys.len() as i64 - kept;
+    println!("an immediate shutdown after {} new keys: the rows of {lost} of them were lost", keys.len());
+    assert!(lost > 0, "the crash lost no row: the window under test was not met");
+    let floor = key_floor(&c, "born").expect("the floor after the crash");
+    assert_eq!(floor, START + 1, "the floor at the crash");
+    let after = first_values(&c, "born", &keys);
+    let repeats = before.iter().zip(&after).filter(|(b, a)| a <= b).count();
+    println!("drawn again: {repeats} keys repeated a value; the lost ones went on at {}", floor + 1);
+    assert_eq!(repeats, 0);
+    // a key made after the crash starts above the floor too (its first lease starts there)
+    assert_eq!(first_values(&c, "born", &["fresh".to_string()])[0], floor + 1);
+
+    // only the commits of keys under a lease skip the flush: a reservation after them is
+    // flushed, and survives an immediate shutdown (a fuzz seed found the allocator committing
+    // without the flush for good once it had done so once)
+    c.sql("SELECT seqgen_create('plain', 10)");
+    let more: Vec<String> = (1..=50).map(|i| format!("m{i}")).collect();
+    first_values(&c, "born", &more);
+    let batch = c.one_i64("SELECT max(x) FROM seqgen_next_batch('plain', 2000) x");
+    c.stop("immediate");
+    c.start();
+    let next = c.one_i64("SELECT seqgen_next('plain')");
+    println!("a batch of 2,000 after new keys under a lease, then an immediate shutdown: next {next} after {batch}");
+    assert!(next > batch, "the batch's reservation was lost in the crash: {next} after {batch}");
+}
+
+/// A lease no new key was made under for two seconds is given back: the floor returns to
+/// where it was, so keys made after a clean restart still start at `start_with`.
+#[test]
+fn an_idle_lease_is_given_back_and_new_keys_start_at_start_with_after_a_restart() {
+    let c = Cluster::init("keys_lease", 57505, &["seqgen.max_databases = 2"]);
+    c.start();
+    c.sql(&format!("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('lease', {TAG_STEP}, {START});"));
+    let keys: Vec<String> = (0..50).map(|i| format!("a{i}")).collect();
+    assert!(first_values(&c, "lease", &keys).iter().all(|&v| v == START));
+    assert!(key_floor(&c, "lease").is_some_and(|f| f >= START), "no lease was taken");
+    let back = recovery_time(Duration::from_secs(20), || key_floor(&c, "lease") == Some(START - 1));
+    println!("the lease was given back {:.1} s after the last new key", back.as_secs_f64());
+    assert_eq!(key_floor(&c, "lease"), Some(START - 1));
+    c.stop("fast");
+    c.start();
+    assert_eq!(first_values(&c, "lease", &["b0".to_string()])[0], START);
+    // the keys made before go on above what they had reserved
+    let reserved: Vec<i64> = keys
+        .iter()
+        .map(|k| c.one_i64(&format!("SELECT max_id FROM seqgen.key_counter WHERE biz_tag = 'lease' AND key = '{k}'")))
+        .collect();
+    let again = first_values(&c, "lease", &keys);
+    assert!(again.iter().zip(&reserved).all(|(v, r)| v > r), "a key made before the restart repeated");
 }

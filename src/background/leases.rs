@@ -1,0 +1,131 @@
+//! The allocator's leases of new keys (`catalog::Lease`): which it holds, which commits must
+//! wait for the flush, and which leases it gives back.
+//!
+//! A new key's first segment needs its row durable before a value of it is given out, or a
+//! crash could hand the values out again. Without a lease that is the commit's flush, one per
+//! cycle. With one, the tag's `key_floor` (flushed before) already covers the segment, so a
+//! cycle that only makes keys under leases commits without waiting for its flush
+//! (`synchronous_commit = off` for that transaction): the keys' rows reach the disk with the
+//! next flush, and a crash before then leaves them covered by the floor.
+
+use std::collections::HashMap;
+
+use pgrx::pg_sys;
+
+use crate::background::jobs::{Job, Outcome};
+use crate::plumbing::catalog::{Birth, Lease, OrderReserve, Reserve};
+use crate::plumbing::shmem;
+
+/// A lease no new key was made under for this long is given back (its floor lowered again, so
+/// that keys made after a restart still start at `start_with`).
+const IDLE_MS: i64 = 2_000;
+
+/// The leases the allocator holds, by tag, each with when a key was last made under it.
+#[derive(Default)]
+pub(super) struct Leases {
+    held: HashMap<String, (Lease, i64)>,
+}
+
+impl Leases {
+    /// The lease of the tag of `name` (a tag and a key), if held.
+    pub(super) fn of(&self, name: &str) -> Option<Lease> {
+        self.held.get(shmem::split_name(name).0).map(|(l, _)| *l)
+    }
+
+    /// The leases idle since `IDLE_MS` before `now`, no longer held, as jobs that give them
+    /// back. Not held from here on whatever the jobs come to: a key made in the same cycle
+    /// takes its first segment above the floor as the row has it then, and starts a lease.
+    pub(super) fn give_back_idle(&mut self, now: i64) -> Vec<Job> {
+        let idle: Vec<String> =
+            self.held.iter().filter(|(_, (_, at))| now - at >= IDLE_MS).map(|(t, _)| t.clone()).collect();
+        idle.into_iter()
+            .filter_map(|tag| self.held.remove(&tag).map(|(lease, _)| Job::ReturnLease { tag, lease }))
+            .collect()
+    }
+
+    /// The leases for the transaction of a cycle: those held, and those its keys start.
+    pub(super) fn in_cycle(&self) -> InCycle<'_> {
+        InCycle { held: self, started: HashMap::new() }
+    }
+
+    /// After a commit that was flushed (and not cut short): hold the leases it started, and
+    /// note the ones it used.
+    pub(super) fn committed(&mut self, jobs: &[Job], outcomes: &[Outcome], now: i64) {
+        for (job, o) in jobs.iter().zip(outcomes) {
+            let (Job::Load { tag, .. }, Outcome::Loaded(_, Some((_, birth)))) = (job, o) else { continue };
+            let tag = shmem::split_name(tag).0;
+            match birth {
+                Birth::Started(l) => {
+                    self.held.insert(tag.to_string(), (*l, now));
+                }
+                Birth::Leased => {
+                    if let Some((_, at)) = self.held.get_mut(tag) {
+                        *at = now;
+                    }
+                }
+                Birth::Durable => {}
+            }
+        }
+    }
+
+    /// Forget every lease (the catalog went away, or the allocator's state is reset).
+    pub(super) fn clear(&mut self) {
+        self.held.clear();
+    }
+}
+
+/// The leases in the transaction of a cycle: a lease a new key started there serves the keys
+/// after it in the same transaction (they commit, and are flushed, with the floor that covers
+/// them).
+pub(super) struct InCycle<'a> {
+    held: &'a Leases,
+    started: HashMap<String, Lease>,
+}
+
+impl InCycle<'_> {
+    /// The lease of the tag of `name` (a tag and a key), if held or started here.
+    pub(super) fn of(&self, name: &str) -> Option<Lease> {
+        let tag = shmem::split_name(name).0;
+        self.started.get(tag).copied().or_else(|| self.held.of(tag))
+    }
+
+    /// Note the lease the first segment `first` of `name` started, if it did.
+    pub(super) fn started(&mut self, name: &str, first: Option<&(Reserve, Birth)>) {
+        if let Some((_, Birth::Started(l))) = first {
+            self.started.insert(shmem::split_name(name).0.to_string(), *l);
+        }
+    }
+}
+
+/// Does the commit of a cycle with these outcomes have to wait for its flush? Only writes of
+/// new keys under a lease do not; reads write nothing, and failed jobs were rolled back.
+pub(super) fn needs_flush(outcomes: &[Outcome]) -> bool {
+    outcomes.iter().any(|o| match o {
+        Outcome::Loaded(_, Some((Reserve::Done { .. }, Birth::Leased))) => false,
+        Outcome::Loaded(_, first) => first.is_some(),
+        Outcome::Reserved(r) => matches!(r, Reserve::Done { .. }),
+        Outcome::Order(r) => matches!(r, OrderReserve::Done(_)),
+        Outcome::Snowflake(_) | Outcome::Returned => true,
+        Outcome::Template(_) | Outcome::Stale(_) | Outcome::CatalogMissing | Outcome::NeedsUpdate(_) => false,
+        Outcome::Failed(_) => false,
+    })
+}
+
+/// Let the current transaction's commit return before its flush (`synchronous_commit = off`
+/// for this transaction only, as `SET LOCAL` would: back to the allocator's `on` when it ends).
+/// With the source of a `SET`: one of `PGC_S_OVERRIDE` (the allocator's own setting's) or
+/// below would set the value to return to as well, for good.
+pub(super) fn commit_without_flush() {
+    unsafe {
+        pg_sys::set_config_option(
+            c"synchronous_commit".as_ptr(),
+            c"off".as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_LOCAL,
+            true,
+            0,
+            false,
+        );
+    }
+}
