@@ -4,13 +4,14 @@
 //! and runs each in a subtransaction (`worker.rs`); what happens after the commit is
 //! `publish.rs`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pgrx::spi::SpiClient;
 
-use crate::background::process::JobError;
+use crate::background::leases::InCycle;
+use crate::background::process::{in_subtransaction, JobError};
 use crate::generators::snowflake::{Kind, SnowflakeJob};
 use crate::plumbing::catalog::{self, Birth, Lease, OrderReserve, Reserve, TemplateRead};
 use crate::plumbing::shmem::{self, Header, Ident, Mailbox, TagSlot};
@@ -175,6 +176,49 @@ pub(super) fn first_segment(
     let size = move |step| key_step(policy, cur, step, None);
     let (r, birth) = plans.reserve_first_of_key(client, name, loaded.ident, size, role, lease)?;
     Ok(matches!(r, Reserve::Done { .. }).then_some((r, birth)))
+}
+
+/// The loads in `jobs` that draw a key first (`draw_as`), as new keys made at once tag by tag
+/// (`catalog::Plans::make_keys`, each tag in a subtransaction of its own): the outcome of each
+/// load of a key made there, by the job's index. A load not made there (a key with a row, a
+/// role refused the tag, a failure) runs as one at a time does, and meets there what kept it.
+pub(super) fn make_new_keys(
+    plans: &catalog::Plans,
+    jobs: &[Job],
+    policy: &seqgen_core::adaptive::StepPolicy,
+    leases: &mut InCycle<'_>,
+) -> HashMap<usize, Outcome> {
+    let mut by_tag: BTreeMap<&str, Vec<(usize, &str, u32)>> = BTreeMap::new();
+    for (i, job) in jobs.iter().enumerate() {
+        if let Job::Load { tag: name, draw_as, .. } = job {
+            if let (tag, Some(key)) = shmem::split_name(name) {
+                if *draw_as != 0 {
+                    by_tag.entry(tag).or_default().push((i, key, *draw_as));
+                }
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for (tag, loads) in by_tag {
+        let keys: Vec<(&str, u32)> = loads.iter().map(|&(_, k, r)| (k, r)).collect();
+        let size = |step| key_step(policy, catalog::NEW_KEY_STEP, step, None);
+        let lease = leases.of(tag);
+        let Ok(Some(m)) = in_subtransaction(|c| plans.make_keys(c, tag, &keys, size, lease)) else { continue };
+        if let Birth::Started(l) = m.birth {
+            leases.hold(tag, l);
+        }
+        // the first key made starts the lease; the others are under it, in the same commit
+        let mut birth = m.birth;
+        for (&(i, _, _), made) in loads.iter().zip(m.made) {
+            let Some(range) = made else { continue };
+            let first = (Reserve::Done { range, step: m.step, opaque: None, node_bits: m.node_bits }, birth);
+            out.insert(i, Outcome::Loaded(m.loaded.clone(), Some(first)));
+            if matches!(birth, Birth::Started(_)) {
+                birth = Birth::Leased;
+            }
+        }
+    }
+    out
 }
 
 /// How many values the next reservation of `name` (a tag, or a tag and a key) takes, given

@@ -92,8 +92,13 @@ impl InCycle<'_> {
     /// Note the lease the first segment `first` of `name` started, if it did.
     pub(super) fn started(&mut self, name: &str, first: Option<&(Reserve, Birth)>) {
         if let Some((_, Birth::Started(l))) = first {
-            self.started.insert(shmem::split_name(name).0.to_string(), *l);
+            self.hold(shmem::split_name(name).0, *l);
         }
+    }
+
+    /// Note lease `l` of `tag`, started in this transaction.
+    pub(super) fn hold(&mut self, tag: &str, l: Lease) {
+        self.started.insert(tag.to_string(), l);
     }
 }
 

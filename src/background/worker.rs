@@ -31,7 +31,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use seqgen_core::template::{self, Template, Tz};
 
-use crate::background::jobs::{first_segment, run_job, Job, Outcome, SlotRef};
+use crate::background::jobs::{first_segment, make_new_keys, run_job, Job, Outcome, SlotRef};
 use crate::background::leases::{self, Leases};
 use crate::background::process::{alive, in_subtransaction, in_transaction, set_option, JobError};
 use crate::background::publish::{answer, finish};
@@ -443,42 +443,53 @@ impl Worker {
             // leases started in this transaction serve its later keys too (they commit, and
             // are flushed, with the floor that covers them)
             let leases = std::cell::RefCell::new(self.leases.in_cycle());
+            // new keys first, at once tag by tag
+            let mut made = match (&self.plans, &missing) {
+                (Some(plans), None) => make_new_keys(plans, &jobs, &policy, &mut leases.borrow_mut()),
+                _ => HashMap::new(),
+            };
             let out: Vec<Outcome> = jobs
                 .iter()
-                .map(|job| match (&self.plans, &missing) {
-                    (Some(plans), None) => match in_subtransaction(|c| run_job(c, plans, job, slots, &policy)) {
-                        // a keyed counter's first segment, in a subtransaction of its own: a
-                        // failure there leaves the load done (the draw asks again, as usual)
-                        Ok(Outcome::Loaded(l, None)) => match job {
-                            Job::Load { tag, draw_as, .. } if *draw_as != 0 => {
-                                let lease = leases.borrow().of(tag);
-                                let first = match in_subtransaction(|c| {
-                                    first_segment(c, plans, tag, &l, *draw_as, &policy, lease)
-                                }) {
-                                    Ok(first) => {
-                                        leases.borrow_mut().started(tag, first.as_ref());
-                                        first
-                                    }
-                                    Err(e) => {
-                                        // the draw asks for the segment as usual, and meets
-                                        // the failure there too; reported like any job's
-                                        report_failure(h, job, &e);
-                                        None
-                                    }
-                                };
-                                Outcome::Loaded(l, first)
-                            }
-                            _ => Outcome::Loaded(l, None),
-                        },
-                        Ok(o) => o,
-                        Err(e) => Outcome::Failed(e),
-                    },
-                    (_, Some(Outcome::CatalogMissing)) | (None, None) => Outcome::CatalogMissing,
-                    (_, Some(Outcome::NeedsUpdate(v))) => Outcome::NeedsUpdate(v.clone()),
-                    (_, Some(Outcome::Failed(e))) => {
-                        Outcome::Failed(JobError { locked: e.locked, state: e.state, msg: e.msg.clone() })
+                .enumerate()
+                .map(|(i, job)| {
+                    if let Some(o) = made.remove(&i) {
+                        return o;
                     }
-                    (_, Some(_)) => Outcome::CatalogMissing,
+                    match (&self.plans, &missing) {
+                        (Some(plans), None) => match in_subtransaction(|c| run_job(c, plans, job, slots, &policy)) {
+                            // a keyed counter's first segment, in a subtransaction of its own: a
+                            // failure there leaves the load done (the draw asks again, as usual)
+                            Ok(Outcome::Loaded(l, None)) => match job {
+                                Job::Load { tag, draw_as, .. } if *draw_as != 0 => {
+                                    let lease = leases.borrow().of(tag);
+                                    let first = match in_subtransaction(|c| {
+                                        first_segment(c, plans, tag, &l, *draw_as, &policy, lease)
+                                    }) {
+                                        Ok(first) => {
+                                            leases.borrow_mut().started(tag, first.as_ref());
+                                            first
+                                        }
+                                        Err(e) => {
+                                            // the draw asks for the segment as usual, and meets
+                                            // the failure there too; reported like any job's
+                                            report_failure(h, job, &e);
+                                            None
+                                        }
+                                    };
+                                    Outcome::Loaded(l, first)
+                                }
+                                _ => Outcome::Loaded(l, None),
+                            },
+                            Ok(o) => o,
+                            Err(e) => Outcome::Failed(e),
+                        },
+                        (_, Some(Outcome::CatalogMissing)) | (None, None) => Outcome::CatalogMissing,
+                        (_, Some(Outcome::NeedsUpdate(v))) => Outcome::NeedsUpdate(v.clone()),
+                        (_, Some(Outcome::Failed(e))) => {
+                            Outcome::Failed(JobError { locked: e.locked, state: e.state, msg: e.msg.clone() })
+                        }
+                        (_, Some(_)) => Outcome::CatalogMissing,
+                    }
                 })
                 .collect();
             if !leases::needs_flush(&out) {

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pgrx::pg_sys::{self, PgBuiltInOids, PgOid};
 use pgrx::prelude::*;
@@ -12,8 +12,11 @@ use seqgen_core::adaptive::{reserve_up_to, Reservation, MAX_NODE_BITS};
 use seqgen_core::opaque::Key;
 use seqgen_core::template::{self, counter_block, CounterBlock};
 
-use crate::plumbing::guc;
 use crate::plumbing::shmem::{split_name, Ident};
+
+mod keys;
+pub use keys::{Birth, Lease, NEW_KEY_STEP};
+use keys::{FLOOR_LOCK, FLOOR_SET, KEYS_INSERT, KEYS_OF_OWNER, KEY_INSERT, KEY_ROW, KEY_STEP, KEY_TAG_ROW, KEY_UPDATE};
 
 /// What reserving values for a tag came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,34 +45,6 @@ pub enum Reserve {
     NotAllowed,
 }
 
-/// The floor under the new keys of a tag (`alloc.key_floor`), as the allocator holds it between
-/// cycles: committed, and flushed, as `hi`; every key of the tag without a row may have given
-/// out values up to it, none above. While the allocator holds it, a new key's first segment is
-/// taken from `(lo, hi]`, where `lo` was the floor before: the commit that writes the key's
-/// row need not wait for its flush, since a crash that loses the row leaves `hi` above what
-/// the key gave out (and the next new keys start above it). Only a new key's first segment
-/// comes from it, and each key counts for itself: a lease serves any number of keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lease {
-    /// The identity of the tag's row the floor was raised in.
-    pub ident: Ident,
-    pub lo: i64,
-    pub hi: i64,
-}
-
-/// How the first segment of a new key was made durable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Birth {
-    /// By the commit (not a new key's first segment, or one reserved without a lease).
-    Durable,
-    /// Under the tag's lease (`alloc.key_floor`, committed and flushed before): the commit
-    /// need not wait for the flush.
-    Leased,
-    /// By the commit, which also raises the tag's `key_floor` to start this lease: in force
-    /// once the commit is flushed.
-    Started(Lease),
-}
-
 /// Every statement reads rows with `FOR NO KEY UPDATE SKIP LOCKED` (never waiting for a row
 /// lock, and not conflicting with the KEY SHARE locks that foreign keys take); the worker's
 /// `lock_timeout` bounds every other lock wait.
@@ -83,43 +58,6 @@ const VERIFY: &str = "SELECT biz_tag, tableoid::pg_catalog.int8, tag_id FROM seq
      WHERE biz_tag OPERATOR(pg_catalog.=) ANY ($1)";
 const SET_MAX_ID: &str = "UPDATE seqgen.alloc SET max_id = $2, update_time = pg_catalog.now() \
      WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-/// Keyed counters: the tag's row is read `FOR KEY SHARE` (a drop, a restart or an advance, which
-/// lock it `FOR UPDATE`, wait for the reservation; an alter, a grant or a revoke does not), the
-/// key's row locked `FOR UPDATE`.
-const KEY_TAG_ROW: &str = "SELECT step, node_bits, tableoid::pg_catalog.int8, tag_id, start_with, \
-     opaque_from IS NOT NULL, gapless, owner::pg_catalog.oid::pg_catalog.int8, public_draw, \
-     drawers::pg_catalog.oid[]::pg_catalog.int8[], key_floor FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
-     FOR KEY SHARE SKIP LOCKED";
-/// A tag's row locked to raise or lower its `key_floor` (`FLOOR_SET`); not waiting for a lock.
-const FLOOR_LOCK: &str = "SELECT key_floor FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
-     AND tag_id OPERATOR(pg_catalog.=) $2 FOR NO KEY UPDATE SKIP LOCKED";
-const FLOOR_SET: &str = "UPDATE seqgen.alloc SET key_floor = $2 WHERE biz_tag OPERATOR(pg_catalog.=) $1";
-const KEY_ROW: &str = "SELECT max_id, step FROM seqgen.key_counter WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
-     AND key OPERATOR(pg_catalog.=) $2 FOR UPDATE SKIP LOCKED";
-const KEY_STEP: &str = "SELECT step FROM seqgen.key_counter WHERE biz_tag OPERATOR(pg_catalog.=) $1 \
-     AND key OPERATOR(pg_catalog.=) $2";
-const KEY_INSERT: &str = "INSERT INTO seqgen.key_counter (biz_tag, key, max_id, step) VALUES ($1, $2, $3, $4) \
-     ON CONFLICT (biz_tag, key) DO NOTHING RETURNING true";
-const KEY_UPDATE: &str = "UPDATE seqgen.key_counter SET max_id = $3, step = $4, update_time = pg_catalog.now() \
-     WHERE biz_tag OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2";
-/// The keys of the tags of one owner (`seqgen.max_keys_per_role`): distinct (tag, key) of each
-/// kind of keyed counter (a gapless tag's one sequence, key '', is not a key).
-const KEYS_OF_OWNER: &str = "SELECT (SELECT pg_catalog.count(*) FROM seqgen.key_counter k \
-       WHERE k.biz_tag OPERATOR(pg_catalog.=) ANY (o.tags)) \
-     OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT k.biz_tag, k.key \
-       FROM seqgen.key_order_counter k WHERE k.biz_tag OPERATOR(pg_catalog.=) ANY (o.tags)) d) \
-     OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT k.biz_tag, k.key \
-       FROM seqgen.gapless_counter k WHERE k.biz_tag OPERATOR(pg_catalog.=) ANY (o.tags) \
-       AND k.key OPERATOR(pg_catalog.<>) '') d) \
-     FROM (SELECT pg_catalog.array_agg(biz_tag) AS tags FROM seqgen.alloc \
-       WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1::pg_catalog.oid) o";
-/// A role at `seqgen.max_keys_per_role` is counted again (its dropped tags' keys are gone) at
-/// most this often: a count reads every key of the role's tags, and the worker serves everyone.
-const RECOUNT: Duration = Duration::from_secs(10);
-
-/// The size of a new key's first segment (`Plans::tag_load`).
-pub const NEW_KEY_STEP: i64 = 2;
-
 /// The reservation tables of the clock-ordered generators, by index: snowflake IDs, UUIDv7s,
 /// 53-bit snowflakes. Each has one row, `reserved_id`: an ID value of the generator's layout
 /// above every issued one.
@@ -265,6 +203,7 @@ pub struct Plans {
     key_row: OwnedPreparedStatement,
     key_step: OwnedPreparedStatement,
     key_insert: OwnedPreparedStatement,
+    keys_insert: OwnedPreparedStatement,
     key_update: OwnedPreparedStatement,
     keys_of_owner: OwnedPreparedStatement,
     floor_lock: OwnedPreparedStatement,
@@ -305,35 +244,13 @@ impl Plans {
             key_row: client.prepare_mut(KEY_ROW, &[text, text])?.keep(),
             key_step: client.prepare(KEY_STEP, &[text, text])?.keep(),
             key_insert: client.prepare_mut(KEY_INSERT, &[text, text, int8, int4])?.keep(),
+            keys_insert: client.prepare_mut(KEYS_INSERT, &[text, texts, int8, int4])?.keep(),
             key_update: client.prepare_mut(KEY_UPDATE, &[text, text, int8, int4])?.keep(),
             keys_of_owner: client.prepare(KEYS_OF_OWNER, &[int8])?.keep(),
             floor_lock: client.prepare_mut(FLOOR_LOCK, &[text, int8])?.keep(),
             floor_set: client.prepare_mut(FLOOR_SET, &[text, int8])?.keep(),
             key_counts: RefCell::new(HashMap::new()),
         })
-    }
-
-    /// Whether a tag of `owner` may have one more key under `seqgen.max_keys_per_role` (-1: no
-    /// bound); if so the key is counted.
-    fn take_key(&self, client: &SpiClient<'_>, owner: i64) -> spi::Result<bool> {
-        let limit = i64::from(guc::MAX_KEYS_PER_ROLE.get());
-        if limit < 0 {
-            return Ok(true);
-        }
-        let now = Instant::now();
-        let mut counts = self.key_counts.borrow_mut();
-        let (mut n, mut at) = counts.get(&owner).copied().unwrap_or((i64::MAX, None));
-        if n >= limit && at.is_none_or(|t| now.duration_since(t) >= RECOUNT) {
-            let t = client.select(&self.keys_of_owner, Some(1), &[owner.into()])?;
-            n = if t.is_empty() { 0 } else { t.first().get_one::<i64>()?.unwrap_or(0) };
-            at = Some(now);
-        }
-        if n >= limit {
-            counts.insert(owner, (n, at));
-            return Ok(false);
-        }
-        counts.insert(owner, (n + 1, at));
-        Ok(true)
     }
 
     /// The tag's configured step, identity and owner, if it exists (committed), and whether it is
@@ -536,146 +453,6 @@ impl Plans {
         };
         client.update(&self.set_max_id, None, &[tag.into(), range.end.into()])?;
         Ok(Reserve::Done { range, step, opaque, node_bits })
-    }
-
-    /// The first segment of the keyed counter `name` (a tag and a key) for a draw of `role`:
-    /// as [`Plans::reserve_for`], if that role may draw from the tag as its row has it when
-    /// locked (else `Reserve::NotAllowed`, and nothing made or reserved). A new key's segment
-    /// comes from `lease` when it is the tag's, in force (see [`Lease`]); without one, its
-    /// reservation starts a lease (`Birth::Started`).
-    pub fn reserve_first_of_key(
-        &self,
-        client: &mut SpiClient<'_>,
-        name: &str,
-        expect: Ident,
-        size: impl FnOnce(i64) -> i64,
-        role: u32,
-        lease: Option<Lease>,
-    ) -> spi::Result<(Reserve, Birth)> {
-        match split_name(name) {
-            (tag, Some(key)) => self.reserve_for_key(client, tag, key, expect, size, Some(role), Some(lease)),
-            _ => Ok((Reserve::NotAllowed, Birth::Durable)),
-        }
-    }
-
-    /// Give back the lease `l` of `tag` once nothing it covers is unflushed: lower its
-    /// `key_floor` to `l.lo` if it is still `l.hi` on the row `l` was taken on (the commit must
-    /// wait for the flush: every row written under the lease is flushed with it). Skipped when
-    /// the row is locked; the floor then stays where it is, which only costs new keys values.
-    pub fn return_lease(&self, client: &mut SpiClient<'_>, tag: &str, l: Lease) -> spi::Result<bool> {
-        let row = client.update(&self.floor_lock, Some(1), &[tag.into(), l.ident.tag_id.into()])?;
-        if row.is_empty() || row.first().get_one::<i64>()? != Some(l.hi) {
-            return Ok(false);
-        }
-        client.update(&self.floor_set, None, &[tag.into(), Some(l.lo).into()])?;
-        Ok(true)
-    }
-
-    /// [`Plans::reserve_for`] of `tag`'s counter for `key` (created at its first reservation,
-    /// starting at the tag's `start_with`, or above its `key_floor`). `size` is given the tag's
-    /// configured step.
-    /// `draw_as`: reserve only if this role may draw from the tag (checked on the locked row,
-    /// before a new key counts against its owner's `seqgen.max_keys_per_role`).
-    /// `lease`: `Some` for a first segment with a load, which may take a new key's values from
-    /// the lease given, or start one (`None` in it: the allocator holds none for the tag).
-    #[allow(clippy::too_many_arguments)]
-    fn reserve_for_key(
-        &self,
-        client: &mut SpiClient<'_>,
-        tag: &str,
-        key: &str,
-        expect: Ident,
-        size: impl FnOnce(i64) -> i64,
-        draw_as: Option<u32>,
-        lease: Option<Option<Lease>>,
-    ) -> spi::Result<(Reserve, Birth)> {
-        let r = |r: Reserve| Ok((r, Birth::Durable));
-        let row = client.update(&self.key_tag_row, Some(1), &[tag.into()])?;
-        if row.is_empty() {
-            let exists = client.select(&self.row_exists, Some(1), &[tag.into()])?;
-            return r(if exists.is_empty() { Reserve::Missing } else { Reserve::Locked });
-        }
-        let row = row.first();
-        if ident_of(row.get(3)?, row.get(4)?) != expect {
-            return r(Reserve::Stale);
-        }
-        let step = row.get::<i32>(1)?.unwrap_or(1) as i64;
-        let node_bits = row.get::<i32>(2)?.unwrap_or(0).clamp(0, MAX_NODE_BITS as i32) as u32;
-        let start_with = row.get::<i64>(5)?.unwrap_or(1).max(1);
-        if row.get::<bool>(6)?.unwrap_or(false) {
-            return r(Reserve::KeyedOpaque);
-        }
-        if row.get::<bool>(7)?.unwrap_or(false) {
-            return r(Reserve::Gapless);
-        }
-        let owner = row.get::<i64>(8)?.unwrap_or(0);
-        if let Some(role) = draw_as {
-            let (public, drawers) = (row.get::<bool>(9)?.unwrap_or(false), oids(row.get::<Vec<Option<i64>>>(10)?));
-            if !may_draw_as(role, owner as u32, public, &drawers) {
-                return r(Reserve::NotAllowed);
-            }
-        }
-        let floor = row.get::<i64>(11)?;
-        let k = client.update(&self.key_row, Some(1), &[tag.into(), key.into()])?;
-        let max_id = if k.is_empty() {
-            let exists = client.select(&self.key_step, Some(1), &[tag.into(), key.into()])?;
-            if !exists.is_empty() {
-                return r(Reserve::Locked);
-            }
-            None
-        } else {
-            Some(k.first().get_one::<i64>()?.unwrap_or(0))
-        };
-        if max_id.is_none() && !self.take_key(client, owner)? {
-            return r(Reserve::KeyLimit);
-        }
-        let bound = i64::MAX >> node_bits;
-        let len = size(step).max(1);
-        // a new key starts at start_with, and above every value a key without a row may have
-        // given out (`key_floor`); under the tag's lease, above the floor before it was raised
-        let (base, len, birth) = match (max_id, lease) {
-            (Some(m), _) => (m, len, Birth::Durable),
-            (None, Some(Some(l))) if l.ident == expect && floor == Some(l.hi) && l.lo >= start_with - 1 => {
-                (l.lo, len.min(l.hi - l.lo), Birth::Leased)
-            }
-            (None, lease) => {
-                let base = floor.unwrap_or(i64::MIN).max(start_with - 1);
-                // a first segment with a load starts a lease: the floor raised by as many
-                // values as this first segment takes, in this transaction
-                let hi = base.checked_add(len).filter(|&hi| hi <= bound);
-                let started = match (lease, hi) {
-                    (Some(None), Some(hi)) => {
-                        self.raise_floor(client, tag, expect, hi)?.then_some(Lease { ident: expect, lo: base, hi })
-                    }
-                    _ => None,
-                };
-                (base, len, started.map_or(Birth::Durable, Birth::Started))
-            }
-        };
-        let Ok(range) = reserve_up_to(base, len, bound) else {
-            return r(Reserve::Exhausted);
-        };
-        let args = [tag.into(), key.into(), range.end.into(), (range.len() as i32).into()];
-        if max_id.is_none() {
-            // created by someone else meanwhile (a restore): read it again next time
-            if client.update(&self.key_insert, Some(1), &args)?.is_empty() {
-                return r(Reserve::Locked);
-            }
-        } else {
-            client.update(&self.key_update, None, &args)?;
-        }
-        Ok((Reserve::Done { range, step, opaque: None, node_bits }, birth))
-    }
-
-    /// Raise `tag`'s `key_floor` to `hi` in this transaction, if its row (of identity `ident`)
-    /// can be locked at once; `false` if not.
-    fn raise_floor(&self, client: &mut SpiClient<'_>, tag: &str, ident: Ident, hi: i64) -> spi::Result<bool> {
-        let row = client.update(&self.floor_lock, Some(1), &[tag.into(), ident.tag_id.into()])?;
-        if row.is_empty() || row.first().get_one::<i64>()?.is_some_and(|f| f >= hi) {
-            return Ok(false);
-        }
-        client.update(&self.floor_set, None, &[tag.into(), hi.into()])?;
-        Ok(true)
     }
 
     /// A tag's opaque key, if it has one.

@@ -487,3 +487,53 @@ fn an_idle_lease_is_given_back_and_new_keys_start_at_start_with_after_a_restart(
     let again = first_values(&c, "lease", &keys);
     assert!(again.iter().zip(&reserved).all(|(v, r)| v > r), "a key made before the restart repeated");
 }
+
+/// New keys drawn at once from 8 sessions (the allocator makes those of one tag in one
+/// statement), half of them by a role the tag was not granted to: every granted draw starts at
+/// `start_with`, every refused one is 42501 and makes no key, and the owner's
+/// `seqgen.max_keys_per_role` counts only the keys made.
+#[test]
+fn new_keys_made_at_once_for_allowed_and_refused_roles() {
+    let c = Cluster::init("keys_mixed", 57506, &["seqgen.max_databases = 2", "seqgen.max_keys_per_role = 900"]);
+    c.start();
+    c.sql(&format!(
+        "CREATE EXTENSION pg_seqgen; SELECT seqgen_create('mix', {TAG_STEP}, {START}); \
+         CREATE ROLE in_app LOGIN; CREATE ROLE out_app LOGIN; \
+         GRANT EXECUTE ON FUNCTION seqgen_next(text, text) TO in_app, out_app; \
+         SELECT seqgen_grant('mix', 'in_app');"
+    ));
+    const PER: usize = 200;
+    let conninfo = c.conninfo("postgres");
+    let got = on_threads(8, move |t| {
+        let role = if t % 2 == 0 { "in_app" } else { "out_app" };
+        let mut cl = Client::connect(&format!("{conninfo} user={role}"), NoTls).unwrap();
+        (0..PER)
+            .map(|i| {
+                let r = cl.query_one("SELECT seqgen_next('mix', $1)", &[&format!("s{t}-{i}")]);
+                r.map(|r| r.get::<_, i64>(0)).map_err(|e| sqlstate(&e).unwrap_or_default())
+            })
+            .collect::<Vec<_>>()
+    });
+    for (t, results) in got.iter().enumerate() {
+        if t % 2 == 0 {
+            assert!(results.iter().all(|r| r == &Ok(START)), "session {t} (granted): {:?}", &results[..5]);
+        } else {
+            assert!(
+                results.iter().all(|r| r == &Err("42501".to_string())),
+                "session {t} (refused): {:?}",
+                &results[..5]
+            );
+        }
+    }
+    let keys = c.one_i64("SELECT count(*) FROM seqgen.key_counter WHERE biz_tag = 'mix'");
+    let refused_made = c.one_i64("SELECT count(*) FROM seqgen.key_counter WHERE biz_tag = 'mix' AND key ~ '^s[1357]-'");
+    println!("8 sessions, 1,600 new keys at once, half refused: {keys} keys made, {refused_made} of refused draws");
+    assert_eq!((keys, refused_made), (4 * PER as i64, 0));
+    // the keys made count toward the bound (900), the refused ones did not: 100 more fit
+    let mut cl = c.connect_as("in_app");
+    for i in 0..100 {
+        cl.query_one("SELECT seqgen_next('mix', $1)", &[&format!("more{i}")]).unwrap();
+    }
+    let e = cl.query_one("SELECT seqgen_next('mix', 'one_too_many')", &[]).unwrap_err();
+    assert_eq!(sqlstate(&e).as_deref(), Some("53400"), "{e}");
+}
