@@ -14,11 +14,8 @@ use pgrx::pg_sys;
 
 use crate::background::jobs::{Job, Outcome};
 use crate::plumbing::catalog::{Birth, Lease, OrderReserve, Reserve};
+use crate::plumbing::guc;
 use crate::plumbing::shmem;
-
-/// A lease no new key was made under for this long is given back (its floor lowered again, so
-/// that keys made after a restart still start at `start_with`).
-const IDLE_MS: i64 = 2_000;
 
 /// The leases the allocator holds, by tag, each with when a key was last made under it.
 #[derive(Default)]
@@ -32,12 +29,27 @@ impl Leases {
         self.held.get(shmem::split_name(name).0).map(|(l, _)| *l)
     }
 
-    /// The leases idle since `IDLE_MS` before `now`, no longer held, as jobs that give them
-    /// back. Not held from here on whatever the jobs come to: a key made in the same cycle
-    /// takes its first segment above the floor as the row has it then, and starts a lease.
-    pub(super) fn give_back_idle(&mut self, now: i64) -> Vec<Job> {
-        let idle: Vec<String> =
-            self.held.iter().filter(|(_, (_, at))| now - at >= IDLE_MS).map(|(t, _)| t.clone()).collect();
+    /// The leases idle since `seqgen.key_floor_hold` before `now` (its floor lowered again, so
+    /// that keys made after a restart still start at `start_with`), no longer held, as jobs that give them
+    /// back; not those of tags a load in `jobs` may make a key of (the lease serves it: giving
+    /// it back in the same cycle would have the key start a lease above it, and the floor
+    /// would stay up for good). A lease given back is not held from here on, whatever the job
+    /// comes to: the next key starts a lease above the floor as the row has it then.
+    pub(super) fn give_back_idle(&mut self, now: i64, jobs: &[Job]) -> Vec<Job> {
+        let hold = i64::from(guc::KEY_FLOOR_HOLD.get());
+        let keyed: std::collections::HashSet<&str> = jobs
+            .iter()
+            .filter_map(|j| match j {
+                Job::Load { tag, .. } => Some(shmem::split_name(tag).0),
+                _ => None,
+            })
+            .collect();
+        let idle: Vec<String> = self
+            .held
+            .iter()
+            .filter(|(t, (_, at))| now - at >= hold && !keyed.contains(t.as_str()))
+            .map(|(t, _)| t.clone())
+            .collect();
         idle.into_iter()
             .filter_map(|tag| self.held.remove(&tag).map(|(lease, _)| Job::ReturnLease { tag, lease }))
             .collect()

@@ -3,6 +3,7 @@
 //! the health functions that report on them.
 
 pub mod citus;
+mod gather;
 pub mod health;
 mod jobs;
 pub mod launcher;

@@ -384,9 +384,10 @@ pub(crate) fn advance(tag: &str, margin: i64) -> Result<i64> {
             )
         };
         let mut raised = 0i64;
-        // and where keys start (`start_with`): a key the old primary first drew while the
-        // standby lagged has no row here, and starts above what it may have handed out
-        let alloc = format!("{}, {}", up("max_id"), up("start_with"));
+        // and where keys start (`start_with`, and the floor under new keys, `key_floor`, which
+        // NULL leaves NULL): a key the old primary first drew while the standby lagged has no
+        // row here, and starts above what it may have handed out
+        let alloc = format!("{}, {}, {}", up("max_id"), up("start_with"), up("key_floor"));
         for (table, set) in [("seqgen.alloc", alloc), ("seqgen.key_counter", up("max_id"))] {
             raised += Spi::connect_mut(|c| {
                 c.update(

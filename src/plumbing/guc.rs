@@ -19,6 +19,7 @@ pub static STEP_GROW_BELOW: GucSetting<i32> = GucSetting::<i32>::new(15 * 60);
 pub static STEP_SHRINK_ABOVE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60);
 pub static ALLOCATION_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 pub static WORKER_LOCK_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(100);
+pub static KEY_FLOOR_HOLD: GucSetting<i32> = GucSetting::<i32>::new(2_000);
 pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static MAX_KEYS_PER_ROLE: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
 /// Internal: set by `seqgen_restart_undo` and the rewind functions while they lower a value
@@ -189,6 +190,16 @@ pub fn register(preloaded: bool) {
         &WORKER_LOCK_TIMEOUT,
         1,
         60_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"seqgen.key_floor_hold",
+        c"How long the floor under a tag's new keys stays raised after its last new key.",
+        c"While it is raised, new keys' rows commit without waiting for the flush; it is lowered again in a flushed commit.",
+        &KEY_FLOOR_HOLD,
+        0,
+        3_600_000,
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );

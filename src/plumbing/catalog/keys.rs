@@ -181,6 +181,7 @@ impl Plans {
         let bound = i64::MAX >> node_bits;
         let (base, len, birth) = new_key_start(lease, ident, floor, start_with, size(step).max(1), bound, true);
         let Ok(range) = reserve_up_to(base, len, bound) else {
+            self.give_keys(i64::from(owner), wanted.iter().filter(|&&w| w).count() as i64);
             return Ok(Some(none(Birth::Durable)));
         };
         let new: Vec<String> = keys.iter().zip(&wanted).filter(|(_, &w)| w).map(|((k, _), _)| k.to_string()).collect();

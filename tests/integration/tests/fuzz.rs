@@ -1058,15 +1058,17 @@ impl Run {
                     let id = v.parse::<i64>().map_err(|_| format!("not a bigint: {v}"))?;
                     let key = self.tag_key(db, *t);
                     let base = self.model.key_base.get(&key).copied().unwrap_or(0);
-                    if matches!(d, Draw::NewKey(..)) && id <= base && !self.model.floor_unknown.contains(&key) {
+                    let (db, tk, inc) = key;
+                    // a key drawn again is new as well if nothing of it was seen
+                    let new = self.ids.get(&(db, NEW_KEYS + tk * NEW_KEYS + i, inc)).is_none_or(|s| s.is_empty());
+                    if new && id <= base && !self.model.floor_unknown.contains(&key) {
                         return Err(format!(
                             "session {s} drew {id} of a new key of tag {}: not above the margins of its committed advances ({base})",
                             TAGS[*t]
                         ));
                     }
                     // key n<i> counts on its own, whichever draw made it
-                    let (db, t, inc) = key;
-                    self.ids.entry((db, NEW_KEYS + t * NEW_KEYS + i, inc)).or_default().insert(id)
+                    self.ids.entry((db, NEW_KEYS + tk * NEW_KEYS + i, inc)).or_default().insert(id)
                 }
                 // a key's numbers render the key: one ledger of texts per tag incarnation
                 Draw::OrderNo(t, _) | Draw::OrderKeyed(t, _) => {
