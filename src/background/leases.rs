@@ -29,12 +29,13 @@ impl Leases {
         self.held.get(shmem::split_name(name).0).map(|(l, _)| *l)
     }
 
-    /// The leases idle since `seqgen.key_floor_hold` before `now` (its floor lowered again, so
-    /// that keys made after a restart still start at `start_with`), no longer held, as jobs that give them
-    /// back; not those of tags a load in `jobs` may make a key of (the lease serves it: giving
-    /// it back in the same cycle would have the key start a lease above it, and the floor
-    /// would stay up for good). A lease given back is not held from here on, whatever the job
-    /// comes to: the next key starts a lease above the floor as the row has it then.
+    /// The leases idle since `seqgen.key_floor_hold` before `now`, no longer held, as jobs
+    /// that give them back (their floors lowered again, so that keys made after a restart
+    /// still start at `start_with`); not those of tags a load in `jobs` may make a key of (the
+    /// lease serves it: given back in the same cycle, the key would start a lease above it,
+    /// and the floor would stay up for good). A lease given back is not held from here on,
+    /// whatever the job comes to: the next key starts a lease above the floor as the row has
+    /// it then.
     pub(super) fn give_back_idle(&mut self, now: i64, jobs: &[Job]) -> Vec<Job> {
         let hold = i64::from(guc::KEY_FLOOR_HOLD.get());
         let keyed: std::collections::HashSet<&str> = jobs
@@ -60,8 +61,8 @@ impl Leases {
         InCycle { held: self, started: HashMap::new() }
     }
 
-    /// After a commit that was flushed (and not cut short): hold the leases it started, and
-    /// note the ones it used.
+    /// After a commit that returned, not cut short by a signal: hold the leases it started
+    /// (such a commit waited for the flush: `needs_flush`), and note the ones it used.
     pub(super) fn committed(&mut self, jobs: &[Job], outcomes: &[Outcome], now: i64) {
         for (job, o) in jobs.iter().zip(outcomes) {
             let (Job::Load { tag, .. }, Outcome::Loaded(_, Some((_, birth)))) = (job, o) else { continue };
