@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use pgrx::spi::SpiClient;
 
-use crate::background::leases::InCycle;
 use crate::background::process::{in_subtransaction, JobError};
 use crate::generators::snowflake::{Kind, SnowflakeJob};
 use crate::plumbing::catalog::{self, Birth, Lease, OrderReserve, Reserve, TemplateRead};
@@ -45,6 +44,39 @@ pub(super) enum Job {
     /// Give back the lease of a tag no new key was made under for a while
     /// (`catalog::Plans::return_lease`).
     ReturnLease { tag: String, lease: Lease },
+}
+
+/// The leases in the transaction of a cycle (the allocator's are `leases.rs`): a lease a new
+/// key started there serves the keys after it in the same transaction (they commit, and are
+/// flushed, with the floor that covers them).
+pub(super) struct InCycle<'a> {
+    /// The leases held before the cycle, by tag (with when a key was last made under each).
+    held: &'a HashMap<String, (Lease, i64)>,
+    started: HashMap<String, Lease>,
+}
+
+impl<'a> InCycle<'a> {
+    pub(super) fn new(held: &'a HashMap<String, (Lease, i64)>) -> InCycle<'a> {
+        InCycle { held, started: HashMap::new() }
+    }
+
+    /// The lease of the tag of `name` (a tag and a key), if held or started here.
+    pub(super) fn of(&self, name: &str) -> Option<Lease> {
+        let tag = shmem::split_name(name).0;
+        self.started.get(tag).copied().or_else(|| self.held.get(tag).map(|(l, _)| *l))
+    }
+
+    /// Note the lease the first segment `first` of `name` started, if it did.
+    pub(super) fn started(&mut self, name: &str, first: Option<&(Reserve, Birth)>) {
+        if let Some((_, Birth::Started(l))) = first {
+            self.hold(shmem::split_name(name).0, *l);
+        }
+    }
+
+    /// Note lease `l` of `tag`, started in this transaction.
+    pub(super) fn hold(&mut self, tag: &str, l: Lease) {
+        self.started.insert(tag.to_string(), l);
+    }
 }
 
 /// A slot as the job saw it: a job's result is applied only if the slot still has this

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use pgrx::pg_sys;
 
-use crate::background::jobs::{Job, Outcome};
+use crate::background::jobs::{InCycle, Job, Outcome};
 use crate::plumbing::catalog::{Birth, Lease, OrderReserve, Reserve};
 use crate::plumbing::guc;
 use crate::plumbing::shmem;
@@ -24,11 +24,6 @@ pub(super) struct Leases {
 }
 
 impl Leases {
-    /// The lease of the tag of `name` (a tag and a key), if held.
-    pub(super) fn of(&self, name: &str) -> Option<Lease> {
-        self.held.get(shmem::split_name(name).0).map(|(l, _)| *l)
-    }
-
     /// The leases idle since `seqgen.key_floor_hold` before `now`, no longer held, as jobs
     /// that give them back (their floors lowered again, so that keys made after a restart
     /// still start at `start_with`); not those of tags a load in `jobs` may make a key of (the
@@ -58,7 +53,7 @@ impl Leases {
 
     /// The leases for the transaction of a cycle: those held, and those its keys start.
     pub(super) fn in_cycle(&self) -> InCycle<'_> {
-        InCycle { held: self, started: HashMap::new() }
+        InCycle::new(&self.held)
     }
 
     /// After a commit that returned, not cut short by a signal: hold the leases it started
@@ -84,34 +79,6 @@ impl Leases {
     /// Forget every lease (the catalog went away, or the allocator's state is reset).
     pub(super) fn clear(&mut self) {
         self.held.clear();
-    }
-}
-
-/// The leases in the transaction of a cycle: a lease a new key started there serves the keys
-/// after it in the same transaction (they commit, and are flushed, with the floor that covers
-/// them).
-pub(super) struct InCycle<'a> {
-    held: &'a Leases,
-    started: HashMap<String, Lease>,
-}
-
-impl InCycle<'_> {
-    /// The lease of the tag of `name` (a tag and a key), if held or started here.
-    pub(super) fn of(&self, name: &str) -> Option<Lease> {
-        let tag = shmem::split_name(name).0;
-        self.started.get(tag).copied().or_else(|| self.held.of(tag))
-    }
-
-    /// Note the lease the first segment `first` of `name` started, if it did.
-    pub(super) fn started(&mut self, name: &str, first: Option<&(Reserve, Birth)>) {
-        if let Some((_, Birth::Started(l))) = first {
-            self.hold(shmem::split_name(name).0, *l);
-        }
-    }
-
-    /// Note lease `l` of `tag`, started in this transaction.
-    pub(super) fn hold(&mut self, tag: &str, l: Lease) {
-        self.started.insert(tag.to_string(), l);
     }
 }
 
