@@ -22,6 +22,8 @@
 //! specification says, so those misreadings are no errors at all.
 
 use crate::opaque::{Domain, Key};
+// what errors call a code
+use crate::text::CODE as KIND;
 use crate::text::TextIdError;
 
 /// The characters of codes, in the order of their values.
@@ -30,8 +32,6 @@ const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 pub const MIN_LENGTH: i64 = 4;
 /// The longest code (12 data characters: 2^60 codes).
 pub const MAX_LENGTH: i64 = 13;
-/// What errors call a code.
-pub const KIND: &str = "short code";
 
 /// Tweak of the permutation of codes of `length` characters: above every tweak the other
 /// opaque numbers use (node ids and periods), though unrelated tweaks only need to differ.

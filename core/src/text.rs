@@ -24,6 +24,9 @@ pub const UUID_WIDTH: usize = ulid::ULID_LEN;
 /// What the errors of typed IDs call them.
 const TYPED: &str = "typed ID";
 
+/// What the errors of short codes (`code.rs`) call them.
+pub const CODE: &str = "short code";
+
 /// `text` as an error message shows it: at most 60 characters.
 pub(crate) fn shown(text: &str) -> String {
     match text.char_indices().nth(60) {
@@ -73,7 +76,7 @@ impl TextIdError {
             TextIdError::Character { kind: TYPED, .. } => {
                 Some("Typed IDs are written in lower case: a type prefix, \"_\", and 0-9 and a-z except i, l, o and u.")
             }
-            TextIdError::Character { kind: crate::code::KIND, .. } => Some(
+            TextIdError::Character { kind: CODE, .. } => Some(
                 "Short codes are written with 0-9 and A-Z except U, in either case (I and L are read as 1, O as 0).",
             ),
             TextIdError::Character { .. } => {
