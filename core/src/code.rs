@@ -22,9 +22,8 @@
 //! specification says, so those misreadings are no errors at all.
 
 use crate::opaque::{Domain, Key};
-// what errors call a code
-use crate::text::CODE as KIND;
 use crate::text::TextIdError;
+use crate::text::CODE as KIND; // what errors call a code
 
 /// The characters of codes, in the order of their values.
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
