@@ -86,24 +86,6 @@ pub(crate) fn create(
     }
 }
 
-/// Is `tag` gapless? `Err(UnknownTag)` when it does not exist. Read from the latest committed
-/// row, whatever the isolation level (the check guards a change made to the latest row).
-pub(crate) fn is_gapless(tag: &str) -> Res<bool> {
-    let rows = bounded_lock_wait(|| {
-        as_superuser(|| {
-            crate::plumbing::session::latest(
-                "SELECT gapless FROM seqgen.alloc WHERE biz_tag OPERATOR(pg_catalog.=) $1",
-                &[tag.into()],
-            )
-        })
-    })
-    .map_err(|e| SeqgenError::Internal(e.to_string()))?;
-    match rows.first() {
-        Some(r) => Ok(r[0].bool().unwrap_or(false)),
-        None => Err(crate::plumbing::replication::unknown_tag(tag)),
-    }
-}
-
 /// The next number of `key` for `tag`, in the calling transaction: the key is held until the
 /// transaction ends. For a table, numbering at commit (`seqgen_gapless_attach`) holds it
 /// only while the transaction commits.

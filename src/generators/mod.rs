@@ -5,6 +5,7 @@
 pub mod code;
 pub mod config;
 pub mod gapless;
+pub mod kind;
 pub mod lastval;
 pub mod listing;
 pub mod opaque;

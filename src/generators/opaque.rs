@@ -101,7 +101,7 @@ pub(crate) fn make_opaque(tag: &str) -> Result<()> {
     check_tag(tag)?;
     // who may change the tag first: a stranger learns nothing of the tag's kind
     crate::plumbing::acl::require_owner(tag)?;
-    if crate::generators::gapless::is_gapless(tag)? {
+    if crate::generators::kind::is_gapless(tag)? {
         return Err(SeqgenError::Unsupported(format!(
             "tag \"{tag}\" is gapless: its numbers are sequential, not shuffled"
         )));

@@ -141,7 +141,7 @@ pub(crate) fn set_template(tag: &str, text: &str, zone: &str, allow_repeats: boo
     crate::plumbing::catalog::require_current()?;
     // who may change the tag first: a stranger learns nothing of the tag's kind
     crate::plumbing::acl::require_owner(tag)?;
-    if crate::generators::gapless::is_gapless(tag)? {
+    if crate::generators::kind::is_gapless(tag)? {
         return Err(SeqgenError::Unsupported(format!(
             "tag \"{tag}\" is gapless: its template is set once, with seqgen_create_gapless() (another could restart or repeat its numbers)"
         )));
