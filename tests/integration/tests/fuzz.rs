@@ -324,6 +324,11 @@ enum Op {
     /// 50 ms: a statement that starts after a restart committed draws at or above its floor,
     /// each session's values of a tag increase, nothing twice.
     Blocks(usize),
+    /// `seqgen.key_floor_hold` set to this many ms for the rest of the run (`ALTER SYSTEM`,
+    /// reloaded): at 0 a tag's floor under new keys is given back in every once-a-second round
+    /// and raised again by its next new key, so restarts and locks meet the floor on its way
+    /// up and down; the default (2 s) keeps it up.
+    Hold(i32),
 }
 
 /// The session of the second tenant (database `postgres`), beside the four of `SESSIONS`.
@@ -350,6 +355,7 @@ impl fmt::Display for Op {
             Op::Blocks(t) => {
                 write!(f, "2 sessions draw {} and {} in turn under restarts", TAGS[*t], TAGS[(t + 1) % TAGS.len()])
             }
+            Op::Hold(ms) => write!(f, "seqgen.key_floor_hold = {ms}"),
         }
     }
 }
@@ -482,7 +488,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
             93..=94 => Op::Revoke(rng.random_range(0..TAGS.len()), shape(&mut rng)),
             // the superuser sessions that take per-session blocks (16 and 1,024 values)
             95 => Op::RestartUnder(rng.random_range(0..2), rng.random_range(0..TAGS.len()), shape(&mut rng)),
-            96..=97 => Op::Blocks(rng.random_range(0..TAGS.len())),
+            96 => Op::Blocks(rng.random_range(0..TAGS.len())),
+            97 => Op::Hold([0, 2000][rng.random_range(0..2)]),
             _ => Op::Heal(rng.random_bool(0.5)),
         };
         ops.push(op);
@@ -1612,6 +1619,13 @@ impl Run {
         Ok(format!("draw {first:?}, restart to {floor} {restarted}, draw {second:?}"))
     }
 
+    fn hold(&mut self, ms: i32) -> Result<String, String> {
+        let mut c = Client::connect(&self.c.conninfo("postgres"), NoTls).map_err(|e| e.to_string())?;
+        c.batch_execute(&format!("ALTER SYSTEM SET seqgen.key_floor_hold = {ms}")).map_err(|e| e.to_string())?;
+        c.batch_execute("SELECT pg_reload_conf()").map_err(|e| e.to_string())?;
+        Ok(format!("seqgen.key_floor_hold = {ms}"))
+    }
+
     fn blocks(&mut self, t: usize) -> Result<String, String> {
         let u = (t + 1) % TAGS.len();
         let sql = format!(
@@ -1826,6 +1840,7 @@ impl Run {
             Op::Revoke(t, shape) => self.revoke(*t, *shape),
             Op::RestartUnder(s, t, shape) => self.restart_under(*s, *t, *shape),
             Op::Blocks(t) => self.blocks(*t),
+            Op::Hold(ms) => self.hold(*ms),
         }?;
         self.check_log()?;
         self.check_gapless()?;
