@@ -30,7 +30,7 @@ fn seqgen_alloc_deleted<'a>(
 fn seqgen_alloc_acl_changed<'a>(
     _trigger: &'a PgTrigger<'a>,
 ) -> std::result::Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgHeapTupleError> {
-    crate::plumbing::acl::changed_here();
+    crate::plumbing::memberships::changed_here();
     at_commit(Action::AclChanged);
     Ok(None)
 }

@@ -293,7 +293,7 @@ impl SeqgenError {
     pub fn raise(self) -> ! {
         // a keyed counter's slot name is the tag, a separator and the key: shown as
         // `tag "t" key "k"` (tags cannot contain the separator, so only such names change)
-        let shown = crate::plumbing::shmem::shown_name;
+        let shown = crate::plumbing::names::shown_name;
         let mut report = ErrorReport::new(self.sqlstate(), shown(self.to_string()), "pg_seqgen");
         if let Some(d) = self.detail() {
             report = report.set_detail(shown(d));
@@ -335,7 +335,7 @@ pub fn required<T>(value: Option<T>, name: &'static str) -> T {
 
 /// A slot name: a tag, or a tag and the key of one of its keyed counters.
 pub fn check_name(name: &str) -> Result<()> {
-    match crate::plumbing::shmem::split_name(name) {
+    match crate::plumbing::names::split_name(name) {
         (tag, None) => check_tag(tag),
         (tag, Some(key)) => {
             check_tag(tag)?;
@@ -346,7 +346,7 @@ pub fn check_name(name: &str) -> Result<()> {
 
 /// The key of a keyed counter (`seqgen_next(tag, key)`).
 pub fn check_key(key: &str) -> Result<()> {
-    let max = crate::plumbing::shmem::KEY_MAX;
+    let max = crate::plumbing::names::KEY_MAX;
     if key.is_empty() {
         return Err(SeqgenError::InvalidArgument("a key must not be empty".into()));
     }
@@ -364,10 +364,10 @@ pub fn check_tag(tag: &str) -> Result<()> {
     if tag.is_empty() {
         return Err(SeqgenError::BadTag("a tag name must not be empty".into()));
     }
-    if tag.len() > crate::plumbing::shmem::NAME_MAX {
+    if tag.len() > crate::plumbing::names::NAME_MAX {
         return Err(SeqgenError::BadTag(format!(
             "a tag name is at most {} bytes, this one has {}",
-            crate::plumbing::shmem::NAME_MAX,
+            crate::plumbing::names::NAME_MAX,
             tag.len()
         )));
     }

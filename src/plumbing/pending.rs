@@ -119,10 +119,10 @@ unsafe extern "C-unwind" fn subxact_callback(
             if acl {
                 // this backend cached answers while the rolled-back grant, revoke or drop was
                 // visible to it: they no longer count
-                crate::plumbing::acl::changed_here();
+                crate::plumbing::memberships::changed_here();
             }
             // nor do answers read from rows the subtransaction may have written
-            crate::plumbing::acl::rolled_back();
+            crate::plumbing::memberships::rolled_back();
         }
         SUBXACT_EVENT_COMMIT_SUB => {
             for (sub, _) in q.actions.iter_mut().filter(|(sub, _)| *sub == my_subid) {
@@ -167,19 +167,19 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
             }
             if event == XACT_EVENT_PREPARE {
                 // it may yet roll back: answers read from what it wrote no longer count
-                crate::plumbing::acl::rolled_back();
+                crate::plumbing::memberships::rolled_back();
             }
-            crate::plumbing::acl::transaction_ended();
+            crate::plumbing::memberships::transaction_ended();
             release_hold();
         }
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => {
             let mut q = QUEUE.get();
             if q.actions.iter().any(|(_, a)| a.changes_grants()) {
                 // answers cached while the aborted grant, revoke or drop was visible here
-                crate::plumbing::acl::changed_here();
+                crate::plumbing::memberships::changed_here();
             }
-            crate::plumbing::acl::rolled_back();
-            crate::plumbing::acl::transaction_ended();
+            crate::plumbing::memberships::rolled_back();
+            crate::plumbing::memberships::transaction_ended();
             q.actions.clear();
             drop(q);
             release_hold();
