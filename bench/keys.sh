@@ -13,7 +13,7 @@
 #
 #   bash bench/keys.sh                       # about 4 minutes (100,000 sequences are created)
 #   BENCH_ROWS=100000 bash bench/keys.sh
-#   BENCH_BLOCKS="16 32" bash bench/keys.sh   # and with each seqgen.backend_block, side by side
+#   BENCH_BLOCKS="16 32" bash bench/keys.sh   # and with each seqgen.backend_block, in the same rounds
 PG_MAJORS=${PG_MAJOR:-15}
 . "$(dirname "$0")/../scripts/lib.sh"
 
@@ -65,6 +65,19 @@ SQL
 # the 100,000 random keys again in a session of their own, after a warm-up pass: the session
 # above also touched 100,000 sequences (its relation cache holds them all) and rows of the
 # counter table, which the other rows of its rounds pay for too
+# BENCH_BLOCKS="16 32": in the same rounds, the draw again with each of these
+# seqgen.backend_block values (the keys are drawn that much more per round)
+BLOCKS=""
+for b in ${BENCH_BLOCKS:-}; do
+    BLOCKS="$BLOCKS, '-- set $b
+            SELECT set_config(''seqgen.backend_block'', ''$b'', false)',
+            format('-- block $b
+            SELECT count(seqgen_next(''t'', ''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS)"
+done
+if [ -n "$BLOCKS" ]; then
+    BLOCKS="$BLOCKS, '-- set default
+            SELECT set_config(''seqgen.backend_block'', (SELECT reset_val FROM pg_settings WHERE name = ''seqgen.backend_block''), false)'"
+fi
 ALONE=$(psql_at "$DIR" "$PORT" -At -F $'\t' <<SQL
 SELECT count(seqgen_next('t', 'k' || floor(random() * 100000)::int)) FROM generate_series(1, $ROWS) g \\gset
 SELECT (regexp_match(query, '^-- ([^\n]*)'))[1], ms * 1e6 / $ROWS
@@ -72,27 +85,10 @@ SELECT (regexp_match(query, '^-- ([^\n]*)'))[1], ms * 1e6 / $ROWS
     format('-- random floor
             SELECT count(length(''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS),
     format('-- random seqgen
-            SELECT count(seqgen_next(''t'', ''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS)
+            SELECT count(seqgen_next(''t'', ''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS)$BLOCKS
   ], 5);
 SQL
 )
-# BENCH_BLOCKS="16 32": the same again in a third session, with each of these
-# seqgen.backend_block values in turn in every round (the keys have been drawn more by then)
-BLOCKS_OUT=""
-if [ -n "${BENCH_BLOCKS:-}" ]; then
-    ITEMS="format('-- random floor
-            SELECT count(length(''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS)"
-    for b in $BENCH_BLOCKS; do
-        ITEMS="$ITEMS, '-- set $b
-            SELECT set_config(''seqgen.backend_block'', ''$b'', false)',
-            format('-- block $b
-            SELECT count(seqgen_next(''t'', ''k'' || floor(random() * 100000)::int)) FROM generate_series(1, %s) g', $ROWS)"
-    done
-    BLOCKS_OUT=$(psql_at "$DIR" "$PORT" -At -F $'\t' <<SQL
-SELECT (regexp_match(query, '^-- ([^\n]*)'))[1], ms * 1e6 / $ROWS FROM bench_median(ARRAY[$ITEMS], 5);
-SQL
-)
-fi
 # the cold key: 2,000 keys never used, each drawn once (one round trip each)
 COLD_MS=$(psql_at "$DIR" "$PORT" -At -c "DO \$\$ DECLARE t timestamptz := clock_timestamp(); BEGIN
           PERFORM count(seqgen_next('t', 'cold' || g)) FROM generate_series(1, 2000) g;
@@ -114,19 +110,12 @@ echo "$OUT" | awk -F '\t' -v cold="$COLD_MS" '
         printf "| a cold key (its first draw: one allocator round trip) | %.0f | |\n", cold * 1e6
     }'
 echo "$ALONE" | awk -F '\t' '
-    { ns[$1] = $2 }
+    { ns[$1] = $2; if ($1 ~ /^block /) order[++n] = $1 }
     END {
         printf "| 100,000 keys, a session of their own: floor | %.0f | 1.00x |\n", ns["random floor"]
         printf "| 100,000 keys, a session of their own: seqgen_next(%s, %s || n) | %.0f | %.2fx |\n", "\x27t\x27", "\x27k\x27", ns["random seqgen"], ns["random seqgen"] / ns["random floor"]
+        for (i = 1; i <= n; i++)
+            printf "| the same, seqgen.backend_block = %s | %.0f | %.2fx |\n", substr(order[i], 7), ns[order[i]], ns[order[i]] / ns["random floor"]
     }'
-if [ -n "$BLOCKS_OUT" ]; then
-    echo "$BLOCKS_OUT" | awk -F '\t' '
-        { ns[$1] = $2; if ($1 ~ /^block /) order[++n] = $1 }
-        END {
-            printf "| 100,000 keys, a third session: floor | %.0f | 1.00x |\n", ns["random floor"]
-            for (i = 1; i <= n; i++)
-                printf "| 100,000 keys, a third session, seqgen.backend_block = %s | %.0f | %.2fx |\n", substr(order[i], 7), ns[order[i]], ns[order[i]] / ns["random floor"]
-        }'
-fi
 echo
 echo "Median of 5 interleaved rounds of $ROWS rows ($((ROWS / 10)) for the counter table and the sequences); 2,000 cold keys."

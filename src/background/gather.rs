@@ -54,7 +54,7 @@ pub(super) fn gather(h: &'static Header, now: i64, periodic: bool, candidates: &
         match mb.kind.load(Ordering::Relaxed) {
             shmem::REQ_LOAD => {
                 // loaded before any snapshot of the cycle's transaction (as a backend loads it
-                // before its catalog read; see `acl::SharedGrants`)
+                // before its catalog read; see `grants::SharedGrants`)
                 let retired = shmem::retire_requests(h, tag.as_bytes()).load(Ordering::Acquire);
                 let epoch = h.acl_epoch.load(Ordering::Acquire);
                 let settled = h.acl_prepared.load(Ordering::Acquire) == 0;

@@ -13,6 +13,7 @@
 //! * a server event: fast or immediate restart, SIGSTOP or SIGTERM of an allocator, SIGTERM
 //!   of the launcher, LOCK TABLE on a catalog table (held by a session, or by a prepared
 //!   transaction that outlives restarts), the clock stepped back or jumped forward;
+//! * `seqgen.key_floor_hold` set to 0 or 2 s for the rest of the run (`Op::Hold`);
 //! * a heal: every fault ends (processes continued, locks released, prepared transactions
 //!   finished, the clock back).
 //!
@@ -488,8 +489,8 @@ fn generate(seed: u64, steps: usize) -> Vec<Op> {
             93..=94 => Op::Revoke(rng.random_range(0..TAGS.len()), shape(&mut rng)),
             // the superuser sessions that take per-session blocks (16 and 1,024 values)
             95 => Op::RestartUnder(rng.random_range(0..2), rng.random_range(0..TAGS.len()), shape(&mut rng)),
-            96 => Op::Blocks(rng.random_range(0..TAGS.len())),
-            97 => Op::Hold([0, 2000][rng.random_range(0..2)]),
+            96..=97 => Op::Blocks(rng.random_range(0..TAGS.len())),
+            98 => Op::Hold([0, 2000][rng.random_range(0..2)]),
             _ => Op::Heal(rng.random_bool(0.5)),
         };
         ops.push(op);
@@ -1623,7 +1624,7 @@ impl Run {
         let mut c = Client::connect(&self.c.conninfo("postgres"), NoTls).map_err(|e| e.to_string())?;
         c.batch_execute(&format!("ALTER SYSTEM SET seqgen.key_floor_hold = {ms}")).map_err(|e| e.to_string())?;
         c.batch_execute("SELECT pg_reload_conf()").map_err(|e| e.to_string())?;
-        Ok(format!("seqgen.key_floor_hold = {ms}"))
+        Ok("done".into())
     }
 
     fn blocks(&mut self, t: usize) -> Result<String, String> {
@@ -1934,6 +1935,8 @@ fn fuzz_seed(seed: u64, steps: usize, port: u16) {
             "fault"
         } else if kind.contains("heal") {
             "heal"
+        } else if let Some(at) = kind.find("seqgen.key_floor_hold") {
+            &kind[at..]
         } else {
             // the call: "session 0 (postgres) Apply(1, 2) [Commit]" -> "admin Apply"
             &format!("admin {}", kind.split(") ").nth(1).and_then(|r| r.split(['(', ' ']).next()).unwrap_or(""))
