@@ -76,6 +76,11 @@ impl Leases {
         }
     }
 
+    /// Every lease held, no longer held (the allocator is stopping: see `worker::give_back_all`).
+    pub(super) fn take_all(&mut self) -> Vec<(String, Lease)> {
+        self.held.drain().map(|(tag, (lease, _))| (tag, lease)).collect()
+    }
+
     /// Forget every lease (the catalog went away, or the allocator's state is reset).
     pub(super) fn clear(&mut self) {
         self.held.clear();
@@ -98,13 +103,27 @@ pub(super) fn needs_flush(outcomes: &[Outcome]) -> bool {
 
 /// Let the current transaction's commit return before its flush (`synchronous_commit = off`
 /// for this transaction only, as `SET LOCAL` would: back to the allocator's `on` when it ends).
-/// With the source of a `SET`: one of `PGC_S_OVERRIDE` (the allocator's own setting's) or
-/// below would set the value to return to as well, for good.
 pub(super) fn commit_without_flush() {
+    commit_as(c"off");
+}
+
+/// Let the current transaction's commit wait for the local flush only, not for a synchronous
+/// standby (`synchronous_commit = local` for this transaction only): for the leases given back
+/// as the allocator stops, which a standby that is gone must not keep waiting. (A floor lowered
+/// is written after every row made under its lease: whatever WAL holds the lowering holds the
+/// rows, so no replica can have the one without the others.)
+pub(super) fn commit_locally() {
+    commit_as(c"local");
+}
+
+/// `synchronous_commit` for the current transaction only. With the source of a `SET`: one of
+/// `PGC_S_OVERRIDE` (the allocator's own setting's) or below would set the value to return to
+/// as well, for good.
+fn commit_as(value: &std::ffi::CStr) {
     unsafe {
         pg_sys::set_config_option(
             c"synchronous_commit".as_ptr(),
-            c"off".as_ptr(),
+            value.as_ptr(),
             pg_sys::GucContext::PGC_SUSET,
             pg_sys::GucSource::PGC_S_SESSION,
             pg_sys::GucAction::GUC_ACTION_LOCAL,

@@ -19,9 +19,12 @@
 //! a reservation from any other row is refused, and the slot retired. Once a second the
 //! worker also checks every loaded slot against the catalog.
 //!
-//! Signals: SIGTERM ends the worker at the next interrupt check, even while it waits for a
-//! lock or for a synchronous standby (the postmaster restarts it after a second); SIGINT
-//! cancels what it is doing (the jobs fail and are asked again); SIGHUP reloads the settings.
+//! Signals: SIGINT cancels what the worker is doing (the jobs fail and are asked again); SIGHUP
+//! reloads the settings. SIGTERM, once the worker serves its database, cancels as SIGINT does,
+//! then the worker gives back the leases it holds (`Worker::give_back_all`: so that a clean stop
+//! or restart of the server leaves no floor up under new keys) and exits; a second SIGTERM, or
+//! one before it serves, ends it at the next interrupt check, even while it waits for a lock or
+//! for a synchronous standby. The launcher starts it again when it is still needed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,6 +72,9 @@ pub fn start(db: u32, reader: bool) -> Option<pgrx::bgworkers::DynamicBackground
 /// A cancel or terminate signal arrived since the current transaction started.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// A SIGTERM arrived while the worker served its database: it gives back its leases and exits.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
 #[pg_guard]
 unsafe extern "C-unwind" fn on_sigint(signo: std::ffi::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
@@ -79,6 +85,19 @@ unsafe extern "C-unwind" fn on_sigint(signo: std::ffi::c_int) {
 unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
     unsafe { pg_sys::die(signo) };
+}
+
+/// SIGTERM once the worker serves its database: the first cancels what it is doing, as SIGINT
+/// does, and asks it to stop (it gives back its leases first); a second ends it as SIGTERM
+/// does before (`on_sigterm`).
+#[pg_guard]
+unsafe extern "C-unwind" fn on_sigterm_serving(signo: std::ffi::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    if STOPPING.swap(true, Ordering::SeqCst) {
+        unsafe { pg_sys::die(signo) };
+    } else {
+        unsafe { pg_sys::StatementCancelHandler(signo) };
+    }
 }
 
 #[pg_guard]
@@ -283,6 +302,7 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
     h.worker_status.store(WorkerStatus::Running as u32, Ordering::Release);
     log!("pg_seqgen allocator started, serving database \"{name}\"");
     h.broadcast();
+    unsafe { set_signal(pg_sys::SIGTERM, on_sigterm_serving) };
 
     let mut w = Worker {
         last_periodic_ms: 0,
@@ -312,6 +332,10 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
         if h.epoch.load(Ordering::Acquire) != epoch || held(h) {
             // released (the database is dropped) or held (a command needs the database to
             // itself): leave; the launcher starts the allocator again if it is still needed
+            return;
+        }
+        if STOPPING.load(Ordering::SeqCst) {
+            w.give_back_all(h);
             return;
         }
         w.cycle(h);
@@ -368,6 +392,37 @@ struct Worker {
 const VERIFY_PER_SECOND: usize = 1024;
 
 impl Worker {
+    /// As the allocator stops (SIGTERM): give back every lease it holds (lower the floors
+    /// under new keys again, `Plans::return_lease`) in a transaction of its own, so that keys
+    /// made after a clean stop or restart of the server start at `start_with`, as after one
+    /// that came `seqgen.key_floor_hold` after the last new key. Its commit waits for the local
+    /// flush, not for a standby (`leases::commit_locally`). A tag whose row is locked keeps its
+    /// floor up, as when a cycle gives it back; a second SIGTERM ends the worker at once.
+    fn give_back_all(&mut self, h: &'static Header) {
+        let held = self.leases.take_all();
+        let Some(plans) = &self.plans else { return };
+        if held.is_empty() {
+            return;
+        }
+        unsafe {
+            // the first SIGTERM's cancel: of what ran before, not of this
+            pg_sys::QueryCancelPending = 0;
+        }
+        let given = in_transaction(std::panic::AssertUnwindSafe(|| {
+            leases::commit_locally();
+            held.iter()
+                .filter(|(tag, lease)| matches!(in_subtransaction(|c| plans.return_lease(c, tag, *lease)), Ok(true)))
+                .count()
+        }));
+        match given {
+            Ok(n) => log!(
+                "pg_seqgen allocator stopping: the floor under new keys lowered again for {n} of {} tags",
+                held.len()
+            ),
+            Err(e) => note_error(h, e.state, &e.msg),
+        }
+    }
+
     fn cycle(&mut self, h: &'static Header) {
         let now = shmem::now_ms();
         let periodic = now - self.last_periodic_ms >= 1000;

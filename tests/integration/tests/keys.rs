@@ -515,6 +515,51 @@ fn an_idle_lease_is_given_back_and_new_keys_start_at_start_with_after_a_restart(
     assert!(again.iter().zip(&reserved).all(|(v, r)| v > r), "a key made before the restart repeated");
 }
 
+/// A clean stop gives the leases back: with `seqgen.key_floor_hold` at an hour no round of the
+/// allocator lowers a floor, yet after a fast restart, a smart one, and the allocator stopped
+/// alone (`pg_terminate_backend`), all within moments of new keys, the next new key starts at
+/// `start_with` again, and the keys made before go on above what they had reserved. An
+/// immediate shutdown gives nothing back: the next new key starts above the floor.
+#[test]
+fn a_clean_stop_gives_the_leases_back() {
+    let c = Cluster::init("keys_stop", 57507, &["seqgen.max_databases = 2", "seqgen.key_floor_hold = '1h'"]);
+    c.start();
+    c.sql(&format!("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('stop', {TAG_STEP}, {START});"));
+    let mut made: Vec<String> = vec![];
+    let mut before: Vec<i64> = vec![];
+    for (round, how) in ["fast", "smart", "allocator"].iter().enumerate() {
+        let keys: Vec<String> = (0..20).map(|i| format!("r{round}k{i}")).collect();
+        let first = first_values(&c, "stop", &keys);
+        assert!(first.iter().all(|&v| v == START), "{how}: new keys start at start_with: {first:?}");
+        assert_eq!(key_floor(&c, "stop"), Some(START + 1), "{how}: the lease is held");
+        let t = Instant::now();
+        if *how == "allocator" {
+            let pid = c.worker_pid();
+            c.sql(&format!("SELECT pg_terminate_backend({pid})"));
+            let back = recovery_time(Duration::from_secs(20), || key_floor(&c, "stop") == Some(START - 1));
+            println!("the allocator terminated alone: the floor was back {:.2} s later", back.as_secs_f64());
+        } else {
+            c.stop(how);
+            c.start();
+            println!("a {how} restart right after {} new keys: {:.2} s", keys.len(), t.elapsed().as_secs_f64());
+        }
+        assert_eq!(key_floor(&c, "stop"), Some(START - 1), "{how}: the lease was given back");
+        made.extend(keys);
+        before.extend(first);
+    }
+    // (the allocator started again after its termination)
+    assert_eq!(first_values(&c, "stop", &["after".to_string()])[0], START);
+    // every key made before goes on above what it had given out
+    let again = first_values(&c, "stop", &made);
+    assert!(again.iter().zip(&before).all(|(a, b)| a > b), "a key made before a stop repeated");
+    // an immediate shutdown (a crash) gives nothing back: new keys start above the floor
+    assert_eq!(key_floor(&c, "stop"), Some(START + 1));
+    c.stop("immediate");
+    c.start();
+    assert_eq!(key_floor(&c, "stop"), Some(START + 1), "the floor after an immediate shutdown");
+    assert_eq!(first_values(&c, "stop", &["crashed".to_string()])[0], START + 2);
+}
+
 /// New keys drawn at once from 8 sessions (the allocator makes those of one tag in one
 /// statement), half of them by a role the tag was not granted to: every granted draw starts at
 /// `start_with`, every refused one is 42501 and makes no key, and the owner's
