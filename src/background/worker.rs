@@ -318,10 +318,14 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
     };
     loop {
         unsafe {
-            // a cancel that arrives while nothing runs cancels nothing
+            // a cancel that arrives while nothing runs cancels nothing (held off while the
+            // interrupts are checked: one arriving in between would end the worker with an
+            // ERROR outside a transaction, before a SIGTERM's leases are given back)
+            pg_sys::QueryCancelHoldoffCount += 1;
+            pgrx::check_for_interrupts!();
+            pg_sys::QueryCancelHoldoffCount -= 1;
             pg_sys::QueryCancelPending = 0;
         }
-        pgrx::check_for_interrupts!();
         if unsafe { pg_sys::ConfigReloadPending } != 0 {
             unsafe {
                 pg_sys::ConfigReloadPending = 0;
@@ -410,9 +414,15 @@ impl Worker {
         }
         let given = in_transaction(std::panic::AssertUnwindSafe(|| {
             leases::commit_locally();
-            held.iter()
-                .filter(|(tag, lease)| matches!(in_subtransaction(|c| plans.return_lease(c, tag, *lease)), Ok(true)))
-                .count()
+            let mut given = 0;
+            for (tag, lease) in &held {
+                match in_subtransaction(|c| plans.return_lease(c, tag, *lease)) {
+                    Ok(lowered) => given += lowered as usize,
+                    // (a lock on the table: the others would wait as long, one after another)
+                    Err(_) => break,
+                }
+            }
+            given
         }));
         match given {
             Ok(n) => log!(
@@ -511,6 +521,17 @@ impl Worker {
                     if let Some(o) = made.remove(&i) {
                         return o;
                     }
+                    if STOPPING.load(Ordering::SeqCst) && !matches!(job, Job::ReturnLease { .. }) {
+                        // a SIGTERM's cancel took one job at most: the rest are not begun (each
+                        // could wait for a lock), and none is published (they are asked again);
+                        // a lease this cycle gives back is given back (no longer held, it would
+                        // not be as the allocator stops)
+                        return Outcome::Failed(JobError {
+                            locked: false,
+                            state: 0,
+                            msg: "the allocator is stopping".into(),
+                        });
+                    }
                     match (&self.plans, &missing) {
                         (Some(plans), None) => match in_subtransaction(|c| run_job(c, plans, job, slots, &policy)) {
                             // a keyed counter's first segment, in a subtransaction of its own: a
@@ -550,6 +571,10 @@ impl Worker {
                 .collect();
             if !leases::needs_flush(&out) {
                 leases::commit_without_flush();
+            } else if STOPPING.load(Ordering::SeqCst) {
+                // the cancel may have gone to a job: nothing would cut a wait for a synchronous
+                // standby short, and the shutdown would wait with it (published it is not)
+                leases::commit_locally();
             }
             out
         }));
@@ -563,7 +588,10 @@ impl Worker {
                     .collect()
             }
         };
-        if INTERRUPTED.load(Ordering::SeqCst) || unsafe { pg_sys::ProcDiePending } != 0 {
+        if INTERRUPTED.load(Ordering::SeqCst)
+            || STOPPING.load(Ordering::SeqCst)
+            || unsafe { pg_sys::ProcDiePending } != 0
+        {
             // A cancel or terminate signal arrived during the transaction. If it cut short a
             // synchronous-replication wait, the commit is local only: a standby promoted now
             // would not know these reservations. Publish nothing (the reserved values become
