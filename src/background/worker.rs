@@ -22,12 +22,13 @@
 //! Signals: SIGINT cancels what the worker is doing (the jobs fail and are asked again); SIGHUP
 //! reloads the settings. SIGTERM, once the worker serves its database, cancels as SIGINT does,
 //! then the worker gives back the leases it holds (`Worker::give_back_all`: so that a clean stop
-//! or restart of the server leaves no floor up under new keys) and exits; a second SIGTERM, or
-//! one before it serves, ends it at the next interrupt check, even while it waits for a lock or
-//! for a synchronous standby. The launcher starts it again when it is still needed.
+//! or restart of the server leaves no floor up under new keys) and exits; a SIGTERM a second or
+//! more after that one, or one before it serves, ends it at the next interrupt check, even
+//! while it waits for a lock or for a synchronous standby. The launcher starts it again when it
+//! is still needed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder};
 use pgrx::pg_sys;
@@ -72,8 +73,26 @@ pub fn start(db: u32, reader: bool) -> Option<pgrx::bgworkers::DynamicBackground
 /// A cancel or terminate signal arrived since the current transaction started.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// A SIGTERM arrived while the worker served its database: it gives back its leases and exits.
-static STOPPING: AtomicBool = AtomicBool::new(false);
+/// When (the monotonic clock's milliseconds, never 0) a SIGTERM arrived while the worker served
+/// its database (0: none): it gives back its leases and exits.
+static STOPPING_SINCE_MS: AtomicI64 = AtomicI64::new(0);
+
+/// A SIGTERM this long after the first ends the worker at once; one sooner is the same request
+/// (the postmaster sends each signal to the process and to its process group: two may arrive).
+const STOP_REPEAT_MS: i64 = 1000;
+
+/// A SIGTERM asked the worker to stop ([`on_sigterm_serving`]).
+fn stopping() -> bool {
+    STOPPING_SINCE_MS.load(Ordering::SeqCst) != 0
+}
+
+/// The monotonic clock in milliseconds, from a signal handler (`clock_gettime` is
+/// async-signal-safe); at least 1.
+fn monotonic_ms() -> i64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec * 1000 + t.tv_nsec / 1_000_000).max(1)
+}
 
 #[pg_guard]
 unsafe extern "C-unwind" fn on_sigint(signo: std::ffi::c_int) {
@@ -88,15 +107,18 @@ unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
 }
 
 /// SIGTERM once the worker serves its database: the first cancels what it is doing, as SIGINT
-/// does, and asks it to stop (it gives back its leases first); a second ends it as SIGTERM
-/// does before (`on_sigterm`).
+/// does, and asks it to stop (it gives back its leases first). One within `STOP_REPEAT_MS` of
+/// the first changes nothing (a fast or smart shutdown's one SIGTERM may arrive twice, and a
+/// second cancel would cut the leases' return short); a later one ends the worker as SIGTERM
+/// does before it serves (`on_sigterm`).
 #[pg_guard]
 unsafe extern "C-unwind" fn on_sigterm_serving(signo: std::ffi::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
-    if STOPPING.swap(true, Ordering::SeqCst) {
-        unsafe { pg_sys::die(signo) };
-    } else {
-        unsafe { pg_sys::StatementCancelHandler(signo) };
+    let now = monotonic_ms();
+    match STOPPING_SINCE_MS.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => unsafe { pg_sys::StatementCancelHandler(signo) },
+        Err(since) if now - since >= STOP_REPEAT_MS => unsafe { pg_sys::die(signo) },
+        Err(_) => {}
     }
 }
 
@@ -338,7 +360,7 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
             // itself): leave; the launcher starts the allocator again if it is still needed
             return;
         }
-        if STOPPING.load(Ordering::SeqCst) {
+        if stopping() {
             w.give_back_all(h);
             return;
         }
@@ -401,7 +423,8 @@ impl Worker {
     /// made after a clean stop or restart of the server start at `start_with`, as after one
     /// that came `seqgen.key_floor_hold` after the last new key. Its commit waits for the local
     /// flush, not for a standby (`leases::commit_locally`). A tag whose row is locked keeps its
-    /// floor up, as when a cycle gives it back; a second SIGTERM ends the worker at once.
+    /// floor up, as when a cycle gives it back; a SIGTERM a second or more after the first
+    /// ends the worker.
     fn give_back_all(&mut self, h: &'static Header) {
         let held = self.leases.take_all();
         let Some(plans) = &self.plans else { return };
@@ -521,7 +544,7 @@ impl Worker {
                     if let Some(o) = made.remove(&i) {
                         return o;
                     }
-                    if STOPPING.load(Ordering::SeqCst) && !matches!(job, Job::ReturnLease { .. }) {
+                    if stopping() && !matches!(job, Job::ReturnLease { .. }) {
                         // a SIGTERM's cancel took one job at most: the rest are not begun (each
                         // could wait for a lock), and none is published (they are asked again);
                         // a lease this cycle gives back is given back (no longer held, it would
@@ -571,7 +594,7 @@ impl Worker {
                 .collect();
             if !leases::needs_flush(&out) {
                 leases::commit_without_flush();
-            } else if STOPPING.load(Ordering::SeqCst) {
+            } else if stopping() {
                 // the cancel may have gone to a job: nothing would cut a wait for a synchronous
                 // standby short, and the shutdown would wait with it (published it is not)
                 leases::commit_locally();
@@ -588,10 +611,7 @@ impl Worker {
                     .collect()
             }
         };
-        if INTERRUPTED.load(Ordering::SeqCst)
-            || STOPPING.load(Ordering::SeqCst)
-            || unsafe { pg_sys::ProcDiePending } != 0
-        {
+        if INTERRUPTED.load(Ordering::SeqCst) || stopping() || unsafe { pg_sys::ProcDiePending } != 0 {
             // A cancel or terminate signal arrived during the transaction. If it cut short a
             // synchronous-replication wait, the commit is local only: a standby promoted now
             // would not know these reservations. Publish nothing (the reserved values become
