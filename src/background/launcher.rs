@@ -26,7 +26,7 @@ use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BackgroundWorke
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::background::worker;
+use crate::background::{signals, worker};
 use crate::plumbing::shmem::{self, Header, Server, WorkerStatus};
 
 pub fn register() {
@@ -75,8 +75,8 @@ struct Started {
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn pg_seqgen_launcher_main(_arg: pg_sys::Datum) {
     unsafe {
-        worker::set_signal(pg_sys::SIGHUP, worker::on_sighup);
-        worker::set_signal(pg_sys::SIGTERM, on_sigterm);
+        signals::set_signal(pg_sys::SIGHUP, signals::on_sighup);
+        signals::set_signal(pg_sys::SIGTERM, on_sigterm);
         pg_sys::BackgroundWorkerUnblockSignals();
     }
     let Some(s) = shmem::server() else {

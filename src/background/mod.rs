@@ -10,6 +10,7 @@ pub mod launcher;
 mod leases;
 pub mod process;
 mod publish;
+mod signals;
 pub mod slots;
 pub mod triggers;
 pub mod utility;

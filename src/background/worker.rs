@@ -28,7 +28,7 @@
 //! is still needed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder};
 use pgrx::pg_sys;
@@ -40,6 +40,9 @@ use crate::background::jobs::{first_segment, make_new_keys, run_job, Job, Outcom
 use crate::background::leases::{self, Leases};
 use crate::background::process::{alive, in_subtransaction, in_transaction, set_option, JobError};
 use crate::background::publish::finish;
+use crate::background::signals::{
+    on_sighup, on_sigint, on_sigterm, on_sigterm_serving, set_signal, stopping, INTERRUPTED,
+};
 use crate::background::slots::update_rates;
 use crate::generators::snowflake::{self, Kind};
 use crate::plumbing::catalog::{self, CatalogState, OrderReserve, Reserve};
@@ -68,75 +71,6 @@ pub fn start(db: u32, reader: bool) -> Option<pgrx::bgworkers::DynamicBackground
         .set_notify_pid(unsafe { pg_sys::MyProcPid })
         .load_dynamic()
         .ok()
-}
-
-/// A cancel or terminate signal arrived since the current transaction started.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// When (the monotonic clock's milliseconds, never 0) a SIGTERM arrived while the worker served
-/// its database (0: none): it gives back its leases and exits.
-static STOPPING_SINCE_MS: AtomicI64 = AtomicI64::new(0);
-
-/// A SIGTERM this long after the first ends the worker at once; one sooner is the same request
-/// (the postmaster sends each signal to the process and to its process group: two may arrive).
-const STOP_REPEAT_MS: i64 = 1000;
-
-/// A SIGTERM asked the worker to stop ([`on_sigterm_serving`]).
-fn stopping() -> bool {
-    STOPPING_SINCE_MS.load(Ordering::SeqCst) != 0
-}
-
-/// The monotonic clock in milliseconds, from a signal handler (`clock_gettime` is
-/// async-signal-safe); at least 1.
-fn monotonic_ms() -> i64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    (t.tv_sec * 1000 + t.tv_nsec / 1_000_000).max(1)
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn on_sigint(signo: std::ffi::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-    unsafe { pg_sys::StatementCancelHandler(signo) };
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-    unsafe { pg_sys::die(signo) };
-}
-
-/// SIGTERM once the worker serves its database: the first cancels what it is doing, as SIGINT
-/// does, and asks it to stop (it gives back its leases first). One within `STOP_REPEAT_MS` of
-/// the first changes nothing (a fast or smart shutdown's one SIGTERM may arrive twice, and a
-/// second cancel would cut the leases' return short); a later one ends the worker as SIGTERM
-/// does before it serves (`on_sigterm`).
-#[pg_guard]
-unsafe extern "C-unwind" fn on_sigterm_serving(signo: std::ffi::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-    let now = monotonic_ms();
-    match STOPPING_SINCE_MS.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
-        Ok(_) => unsafe { pg_sys::StatementCancelHandler(signo) },
-        Err(since) if now - since >= STOP_REPEAT_MS => unsafe { pg_sys::die(signo) },
-        Err(_) => {}
-    }
-}
-
-#[pg_guard]
-pub unsafe extern "C-unwind" fn on_sighup(_signo: std::ffi::c_int) {
-    unsafe {
-        pg_sys::ConfigReloadPending = 1;
-        pg_sys::SetLatch(pg_sys::MyLatch);
-    }
-}
-
-pub unsafe fn set_signal(signo: u32, f: unsafe extern "C-unwind" fn(std::ffi::c_int)) {
-    unsafe {
-        #[cfg(not(feature = "pg18"))]
-        pg_sys::pqsignal(signo as i32, Some(f));
-        #[cfg(feature = "pg18")]
-        pg_sys::pqsignal_be(signo as i32, Some(f));
-    }
 }
 
 /// The area this worker serves, for its exit callback.
