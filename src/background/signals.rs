@@ -10,6 +10,10 @@ use pgrx::prelude::*;
 /// A cancel or terminate signal arrived since the current transaction started.
 pub(super) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// The allocator is in its cycle's transaction: a SIGTERM cancels what runs there (a lock or
+/// synchronous-standby wait); outside it, a cancel would only end the worker with an ERROR.
+pub(super) static IN_TRANSACTION: AtomicBool = AtomicBool::new(false);
+
 /// When (the monotonic clock's milliseconds, never 0) a SIGTERM arrived while the worker served
 /// its database (0: none): it gives back its leases and exits.
 static STOPPING_SINCE_MS: AtomicI64 = AtomicI64::new(0);
@@ -43,8 +47,9 @@ pub(super) unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
     unsafe { pg_sys::die(signo) };
 }
 
-/// SIGTERM once the worker serves its database: the first cancels what it is doing, as SIGINT
-/// does, and asks it to stop (it gives back its leases first). One within `STOP_REPEAT_MS` of
+/// SIGTERM once the worker serves its database: the first asks it to stop (it gives back its
+/// leases first), and cancels what runs in its cycle's transaction, as SIGINT does (outside it,
+/// it wakes the worker). One within `STOP_REPEAT_MS` of
 /// the first changes nothing (a fast or smart shutdown's one SIGTERM may arrive twice, and a
 /// second cancel would cut the leases' return short); a later one ends the worker as SIGTERM
 /// does before it serves (`on_sigterm`).
@@ -53,7 +58,12 @@ pub(super) unsafe extern "C-unwind" fn on_sigterm_serving(signo: std::ffi::c_int
     INTERRUPTED.store(true, Ordering::SeqCst);
     let now = monotonic_ms();
     match STOPPING_SINCE_MS.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
-        Ok(_) => unsafe { pg_sys::StatementCancelHandler(signo) },
+        Ok(_) if IN_TRANSACTION.load(Ordering::SeqCst) => unsafe { pg_sys::StatementCancelHandler(signo) },
+        Ok(_) => unsafe {
+            let saved = *libc::__errno_location();
+            pg_sys::SetLatch(pg_sys::MyLatch);
+            *libc::__errno_location() = saved;
+        },
         Err(since) if now - since >= STOP_REPEAT_MS => unsafe { pg_sys::die(signo) },
         Err(_) => {}
     }

@@ -41,7 +41,7 @@ use crate::background::leases::{self, Leases};
 use crate::background::process::{alive, in_subtransaction, in_transaction, set_option, JobError};
 use crate::background::publish::finish;
 use crate::background::signals::{
-    on_sighup, on_sigint, on_sigterm, on_sigterm_serving, set_signal, stopping, INTERRUPTED,
+    on_sighup, on_sigint, on_sigterm, on_sigterm_serving, set_signal, stopping, INTERRUPTED, IN_TRANSACTION,
 };
 use crate::background::slots::update_rates;
 use crate::generators::snowflake::{self, Kind};
@@ -425,6 +425,7 @@ impl Worker {
         let policy = guc::step_policy();
         let check_catalog = self.plans.is_none() || periodic;
         INTERRUPTED.store(false, Ordering::SeqCst);
+        IN_TRANSACTION.store(true, Ordering::SeqCst);
         let result = in_transaction(std::panic::AssertUnwindSafe(|| {
             let mut missing = None;
             if check_catalog {
@@ -468,7 +469,7 @@ impl Worker {
             let leases = std::cell::RefCell::new(self.leases.in_cycle());
             // new keys first, at once tag by tag
             let mut made = match (&self.plans, &missing) {
-                (Some(plans), None) => make_new_keys(plans, &jobs, &policy, &mut leases.borrow_mut()),
+                (Some(plans), None) if !stopping() => make_new_keys(plans, &jobs, &policy, &mut leases.borrow_mut()),
                 _ => HashMap::new(),
             };
             let out: Vec<Outcome> = jobs
@@ -536,6 +537,7 @@ impl Worker {
             out
         }));
         self.retry_soon = false;
+        let committed = result.is_ok();
         let outcomes = match result {
             Ok(o) => o,
             Err(e) => {
@@ -545,11 +547,24 @@ impl Worker {
                     .collect()
             }
         };
+        IN_TRANSACTION.store(false, Ordering::SeqCst);
+        if stopping() {
+            // a SIGTERM's cancel is for the transaction: after it, it would end the worker with
+            // an ERROR wherever an interrupt is checked (a warning), before its leases are given
+            // back (the handler cancels only while IN_TRANSACTION, and ran before the store)
+            unsafe { pg_sys::QueryCancelPending = 0 };
+        }
         if INTERRUPTED.load(Ordering::SeqCst) || stopping() || unsafe { pg_sys::ProcDiePending } != 0 {
             // A cancel or terminate signal arrived during the transaction. If it cut short a
             // synchronous-replication wait, the commit is local only: a standby promoted now
             // would not know these reservations. Publish nothing (the reserved values become
             // a gap) and serve the requests again in the next cycle.
+            if committed && stopping() {
+                // except the leases it started, held to be given back as the allocator stops
+                // (no key is made under them meanwhile; their floors' lowering comes after them
+                // in the WAL): else each would stay up for good
+                self.leases.committed(&jobs, &outcomes, now);
+            }
             note_error(h, 0, "interrupted while committing; the reservations of this cycle are skipped");
             requeue(h, &jobs);
             self.retry_soon = true;

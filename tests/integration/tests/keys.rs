@@ -519,14 +519,18 @@ fn an_idle_lease_is_given_back_and_new_keys_start_at_start_with_after_a_restart(
 /// allocator lowers a floor, yet after a fast restart, a smart one, and the allocator stopped
 /// alone (`pg_terminate_backend`), all within moments of new keys, the next new key starts at
 /// `start_with` again, and the keys made before go on above what they had reserved. The first
-/// fast stop comes with a synchronous standby named that does not exist: the commit that
-/// lowers the floors waits for the local flush only, or the stop would wait for good. An immediate
+/// fast stop comes while the allocator's commit of another tag's first new key waits for a
+/// synchronous standby that does not exist: the stop cancels that wait, and the commit that
+/// lowers both floors waits for the local flush only, or the stop would wait for good. An immediate
 /// shutdown gives nothing back: the next new key starts above the floor.
 #[test]
 fn a_clean_stop_gives_the_leases_back() {
     let c = Cluster::init("keys_stop", 57507, &["seqgen.max_databases = 2", "seqgen.key_floor_hold = '1h'"]);
     c.start();
-    c.sql(&format!("CREATE EXTENSION pg_seqgen; SELECT seqgen_create('stop', {TAG_STEP}, {START});"));
+    c.sql(&format!(
+        "CREATE EXTENSION pg_seqgen; SELECT seqgen_create('stop', {TAG_STEP}, {START}); \
+         SELECT seqgen_create('other', {TAG_STEP}, {START});"
+    ));
     let mut made: Vec<String> = vec![];
     let mut before: Vec<i64> = vec![];
     // (a fast or smart shutdown's SIGTERM may reach the allocator twice: to the process and to
@@ -543,13 +547,36 @@ fn a_clean_stop_gives_the_leases_back() {
             let back = recovery_time(Duration::from_secs(20), || key_floor(&c, "stop") == Some(START - 1));
             println!("the allocator terminated alone: the floor was back {:.2} s later", back.as_secs_f64());
         } else {
+            let mut waiting = None;
             if round == 0 {
+                // a standby that never answers, and the first new key of another tag: the
+                // allocator's commit that raises that tag's floor waits for it (seen in
+                // pg_stat_activity) when the stop comes
                 c.sql("ALTER SYSTEM SET synchronous_standby_names = 'ghost'");
                 c.sql("SELECT pg_reload_conf()");
-                std::thread::sleep(Duration::from_millis(500));
+                let conninfo = c.conninfo("postgres");
+                waiting = Some(std::thread::spawn(move || {
+                    let mut cl = Client::connect(&conninfo, NoTls).unwrap();
+                    cl.query_one("SELECT seqgen_next('other', 'o1')", &[]).map(|r| r.get::<_, i64>(0))
+                }));
+                recovery_time(Duration::from_secs(20), || {
+                    c.connect()
+                        .query_opt(
+                            "SELECT 1 FROM pg_stat_activity WHERE backend_type = 'pg_seqgen allocator' \
+                             AND wait_event = 'SyncRep'",
+                            &[],
+                        )
+                        .unwrap()
+                        .is_some()
+                });
             }
             c.stop(how);
             let stopped = t.elapsed();
+            assert!(stopped < Duration::from_secs(30), "{how}: the stop took {stopped:?}");
+            if let Some(w) = waiting {
+                let got = w.join().unwrap();
+                assert!(got.is_err(), "the draw that waited for the standby got {got:?}");
+            }
             c.start();
             if round == 0 {
                 c.sql("ALTER SYSTEM RESET synchronous_standby_names");
@@ -563,11 +590,18 @@ fn a_clean_stop_gives_the_leases_back() {
             );
         }
         assert_eq!(key_floor(&c, "stop"), Some(START - 1), "{how}: the lease was given back");
+        if round == 0 {
+            // the lease the cut-short commit started was given back too
+            assert_eq!(key_floor(&c, "other"), Some(START - 1), "the lease of the cycle the stop cut short");
+        }
         made.extend(keys);
         before.extend(first);
     }
     // (the allocator started again after its termination)
     assert_eq!(first_values(&c, "stop", &["after".to_string()])[0], START);
+    // the key whose making the stop cut short: its row stayed (never published) or not
+    let o1 = first_values(&c, "other", &["o1".to_string()])[0];
+    assert!(o1 >= START, "o1 drew {o1}");
     // every key made before goes on above what it had given out
     let again = first_values(&c, "stop", &made);
     assert!(again.iter().zip(&before).all(|(a, b)| a > b), "a key made before a stop repeated");
