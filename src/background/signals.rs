@@ -49,10 +49,9 @@ pub(super) unsafe extern "C-unwind" fn on_sigterm(signo: std::ffi::c_int) {
 
 /// SIGTERM once the worker serves its database: the first asks it to stop (it gives back its
 /// leases first), and cancels what runs in its cycle's transaction, as SIGINT does (outside it,
-/// it wakes the worker). One within `STOP_REPEAT_MS` of
-/// the first changes nothing (a fast or smart shutdown's one SIGTERM may arrive twice, and a
-/// second cancel would cut the leases' return short); a later one ends the worker as SIGTERM
-/// does before it serves (`on_sigterm`).
+/// it wakes the worker). One within `STOP_REPEAT_MS` of the first changes nothing (a fast or
+/// smart shutdown's one SIGTERM may arrive twice, and a second cancel would cut the leases'
+/// return short); a later one ends the worker as SIGTERM does before it serves (`on_sigterm`).
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn on_sigterm_serving(signo: std::ffi::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);

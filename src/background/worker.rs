@@ -20,12 +20,12 @@
 //! worker also checks every loaded slot against the catalog.
 //!
 //! Signals: SIGINT cancels what the worker is doing (the jobs fail and are asked again); SIGHUP
-//! reloads the settings. SIGTERM, once the worker serves its database, cancels as SIGINT does,
-//! then the worker gives back the leases it holds (`Worker::give_back_all`: so that a clean stop
-//! or restart of the server leaves no floor up under new keys) and exits; a SIGTERM a second or
-//! more after that one, or one before it serves, ends it at the next interrupt check, even
-//! while it waits for a lock or for a synchronous standby. The launcher starts it again when it
-//! is still needed.
+//! reloads the settings. SIGTERM, once the worker serves its database, cancels what runs in the
+//! cycle's transaction as SIGINT does, then the worker gives back the leases it holds
+//! (`Worker::give_back_all`: so that a clean stop or restart of the server leaves no floor up
+//! under new keys) and exits; a SIGTERM a second or more after that one, or one before it
+//! serves, ends it at the next interrupt check, even while it waits for a lock or for a
+//! synchronous standby (`signals.rs`). The launcher starts it again when it is still needed.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
