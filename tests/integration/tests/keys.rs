@@ -521,8 +521,8 @@ fn an_idle_lease_is_given_back_and_new_keys_start_at_start_with_after_a_restart(
 /// `start_with` again, and the keys made before go on above what they had reserved. The first
 /// fast stop comes while the allocator's commit of another tag's first new key waits for a
 /// synchronous standby that does not exist: the stop cancels that wait, and the commit that
-/// lowers both floors waits for the local flush only, or the stop would wait for good. An immediate
-/// shutdown gives nothing back: the next new key starts above the floor.
+/// lowers both floors waits for the local flush only, or the stop would wait for good. An
+/// immediate shutdown gives nothing back: the next new key starts above the floor.
 #[test]
 fn a_clean_stop_gives_the_leases_back() {
     let c = Cluster::init("keys_stop", 57507, &["seqgen.max_databases = 2", "seqgen.key_floor_hold = '1h'"]);
@@ -554,6 +554,9 @@ fn a_clean_stop_gives_the_leases_back() {
                 // pg_stat_activity) when the stop comes
                 c.sql("ALTER SYSTEM SET synchronous_standby_names = 'ghost'");
                 c.sql("SELECT pg_reload_conf()");
+                // (commits wait once the checkpointer has read the file again: the key's commit
+                // must come after that, or it does not wait and the SyncRep poll below fails)
+                std::thread::sleep(Duration::from_millis(500));
                 let conninfo = c.conninfo("postgres");
                 waiting = Some(std::thread::spawn(move || {
                     let mut cl = Client::connect(&conninfo, NoTls).unwrap();
