@@ -275,8 +275,8 @@ pub extern "C-unwind" fn pg_seqgen_worker_main(arg: pg_sys::Datum) {
     loop {
         unsafe {
             // a cancel that arrives while nothing runs cancels nothing (held off while the
-            // interrupts are checked: one arriving in between would end the worker with an
-            // ERROR outside a transaction, before a SIGTERM's leases are given back)
+            // interrupts are checked: a SIGINT arriving in between would end the worker with an
+            // ERROR outside a transaction; a SIGTERM cancels only inside the cycle's)
             pg_sys::QueryCancelHoldoffCount += 1;
             pgrx::check_for_interrupts!();
             pg_sys::QueryCancelHoldoffCount -= 1;
@@ -366,7 +366,7 @@ impl Worker {
             return;
         }
         unsafe {
-            // the first SIGTERM's cancel: of what ran before, not of this
+            // a cancel since the loop's check (a SIGINT) is not of this
             pg_sys::QueryCancelPending = 0;
         }
         let given = in_transaction(std::panic::AssertUnwindSafe(|| {
